@@ -1,0 +1,31 @@
+"""``marlplug config``: validate a config file and show it with every default filled in."""
+
+from __future__ import annotations
+
+import click
+import yaml
+
+from marlplug.config import load_config, resolved_dict
+
+
+@click.group()
+def config() -> None:
+    """Check and show config files."""
+
+
+@config.command()
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a value.")
+def show(path: str | None, overrides: tuple[str, ...]) -> None:
+    """Validate PATH (or the defaults) and print the resolved config as YAML."""
+    resolved = load_config(path, overrides)
+    click.echo(yaml.safe_dump(resolved_dict(resolved), sort_keys=False).rstrip())
+
+
+@config.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a value.")
+def check(path: str, overrides: tuple[str, ...]) -> None:
+    """Validate PATH; print 'ok' or the first problem with its full path."""
+    load_config(path, overrides)
+    click.echo(f"{path}: ok")

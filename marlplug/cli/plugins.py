@@ -1,0 +1,34 @@
+"""``marlplug plugins``: every installed plugin, its hooks, components and load error."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from marlplug.plugins import KIND_HOOKS, PluginManager
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
+def plugins(as_json: bool) -> None:
+    """List installed plugins: distribution, version, hooks, components by kind, load errors."""
+    # A fresh manager: this command reports on plugins even when strict mode would refuse them.
+    manager = PluginManager.from_entry_points(strict=False)
+    report = manager.report()
+    if as_json:
+        click.echo(json.dumps([info.as_json() for info in report], indent=2))
+        return
+    table = Table(title="marlplug plugins", show_lines=False)
+    for column in ("plugin", "distribution", "version", *KIND_HOOKS, "status"):
+        table.add_column(column, overflow="fold")
+    for info in report:
+        kinds = [", ".join(info.components.get(kind, [])) for kind in KIND_HOOKS]
+        status = f"[red]{info.error}[/red]" if info.error else "[green]ok[/green]"
+        table.add_row(info.name, info.distribution, info.version, *kinds, status)
+    Console(width=max(Console().width, 120)).print(table)
+    failed = [info.name for info in report if info.error]
+    if failed:
+        click.echo(f"{len(failed)} plugin(s) failed to load: {', '.join(failed)}", err=True)

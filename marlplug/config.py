@@ -1,0 +1,365 @@
+"""The config file: schema, YAML/TOML loading, ``--set`` overrides and path-aware errors.
+
+A config composes named components (env, algorithm, losses, coding scheme); each component validates
+its own options against the ``Options`` pydantic model its plugin declares, so an error names the full
+path (``losses[1].coef: expected a number, got 'high'``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from marlplug.errors import ConfigError
+from marlplug.plugins import get_plugin_manager, unknown_name_message
+from marlplug.train.config import TrainSection
+
+
+class Options(BaseModel):
+    """Base class for a component's options: unknown fields are errors, values are validated.
+
+    Example:
+        >>> class RedundancyOptions(Options):
+        ...     coef: float = 0.01
+        >>> RedundancyOptions(coef=0.1).coef
+        0.1
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ComponentSpec(BaseModel):
+    """``{name: <component>, ...options}``; the options are checked by :func:`validate_components`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    _options: BaseModel | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alone(cls, data: Any) -> Any:
+        # `scheme: mds` is shorthand for `scheme: {name: mds}`.
+        return {"name": data} if isinstance(data, str) else data
+
+    @property
+    def raw_options(self) -> dict[str, Any]:
+        """The fields given next to ``name``, before the component validated them."""
+        return dict(self.model_extra or {})
+
+    @property
+    def options(self) -> BaseModel:
+        """The component's validated ``Options`` instance."""
+        if self._options is None:
+            raise RuntimeError(f"options of '{self.name}' were not validated; use load_config()")
+        return self._options
+
+
+class EnvSpec(ComponentSpec):
+    """``env: {name: <scenario>, backend: mpe, ...options}``."""
+
+    name: str = "cooperative_navigation"
+    backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
+
+    @property
+    def registry_key(self) -> str:
+        return f"{self.backend}/{self.name}"
+
+
+class AlgorithmSpec(ComponentSpec):
+    """``algorithm: {name: ppo, ...options}``: the per-agent update rule."""
+
+    name: str = "ppo"
+
+
+class StragglerSection(Options):
+    """Which learners answer late, per round."""
+
+    model: Literal["fixed", "random"] = Field(
+        "fixed", description="'fixed': `count` random learners each round; 'random': each "
+        "learner independently with `probability`."
+    )
+    count: int = Field(0, ge=0, description="Stragglers per round (model 'fixed').")
+    probability: float = Field(0.0, ge=0.0, le=1.0, description="Per learner (model 'random').")
+    delay_s: float = Field(0.0, ge=0.0, description="How long a straggler delays its answer.")
+
+
+class CodingSection(Options):
+    """``coding:``: run training on N coded learners instead of in one process."""
+
+    scheme: ComponentSpec = Field(description="Coding scheme: a name or {name: ..., options}.")
+    learners: int = Field(ge=1, description="Number of learners N (N >= number of agents M).")
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="Existing Ray cluster; None starts one.")
+    clock: Literal["wall", "simulated"] = "wall"
+    round_timeout_s: float = Field(60.0, gt=0, description="Re-dispatch after this long.")
+    stragglers: StragglerSection = Field(default_factory=StragglerSection)
+
+
+class LoggingSection(Options):
+    """Where metrics, checkpoints and plots go."""
+
+    dir: Path = Field(Path("runs"), description="Parent folder for run folders.")
+    run_name: str | None = Field(None, description="Run folder name; default: a timestamp.")
+    backend: Literal["csv", "tensorboard"] = "csv"
+    progress: bool = Field(True, description="Show a progress bar.")
+
+
+def _default_losses() -> list[ComponentSpec]:
+    return [ComponentSpec(name="clip_ppo")]
+
+
+class MarlplugConfig(Options):
+    """A whole run. Every section has defaults, so an empty file trains the default setup."""
+
+    seed: int = Field(0, description="Seed for everything; the same seed gives the same run.")
+    env: EnvSpec = Field(default_factory=EnvSpec)
+    algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
+    losses: list[ComponentSpec] = Field(default_factory=_default_losses)
+    train: TrainSection = Field(default_factory=TrainSection)
+    coding: CodingSection | None = None
+    logging: LoggingSection = Field(default_factory=LoggingSection)
+
+
+# --------------------------------------------------------------------------- error formatting
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """``("losses", 1, "coef")`` -> ``"losses[1].coef"``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_EXPECTED = {
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "int_parsing": "expected an integer",
+    "int_type": "expected an integer",
+    "int_from_float": "expected an integer",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "list_type": "expected a list",
+}
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The field names of the (nested) model that ``loc`` points into."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (
+            isinstance(current, type) and issubclass(current, BaseModel)
+        ):
+            continue
+        info = current.model_fields.get(part)
+        if info is None:
+            return []
+        annotation = info.annotation
+        args = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
+        current = annotation if isinstance(annotation, type) else next(
+            (a for a in args if issubclass(a, BaseModel)), None
+        )
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence[str | int]) -> str:
+    loc = [*prefix, *error["loc"]]
+    path = format_loc(loc) or "config"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        field = str(loc[-1])
+        parent = format_loc(loc[:-1])
+        fields = _fields_at(model, list(error["loc"])[:-1])
+        where = f" in {parent}" if parent else ""
+        return f"{path}: " + unknown_name_message(f"field{where}", field, fields)
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    got = error.get("input")
+    expected = _EXPECTED.get(kind)
+    if expected is None:
+        expected = str(error["msg"])
+        expected = expected[0].lower() + expected[1:]
+    return f"{path}: {expected}, got {got!r}"
+
+
+def validation_message(
+    exc: ValidationError, model: type[BaseModel], prefix: Sequence[str | int] = ()
+) -> str:
+    """Turn a pydantic error into one line per problem (the first, plus a count of the rest)."""
+    errors = exc.errors()
+    first = _describe(errors[0], model, prefix)
+    if len(errors) > 1:
+        first += f"\n(and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return first
+
+
+def validate_options(
+    model: type[BaseModel], values: Mapping[str, Any], prefix: Sequence[str | int] = ()
+) -> BaseModel:
+    """Validate ``values`` against ``model``; raise :class:`ConfigError` naming the full path."""
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, model, prefix)) from None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a ``.yaml``/``.yml`` (safely) or ``.toml`` file into a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        elif path.suffix.lower() in {".yaml", ".yml"}:
+            data = yaml.safe_load(text)
+        else:
+            raise ConfigError(f"{path}: unknown config format '{path.suffix}'; use .yaml, .yml or .toml")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}:{where}: malformed YAML: {problem}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _parse_path(path: str) -> list[str | int]:
+    tokens: list[str | int] = []
+    position = 0
+    for match in _TOKEN.finditer(path):
+        gap = path[position : match.start()]
+        if gap not in {"", "."}:
+            break
+        name, index = match.groups()
+        tokens.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
+        position = match.end()
+    if not tokens or position != len(path):
+        raise ConfigError(f"--set: malformed key '{path}'; expected a.b.c or losses[1].coef")
+    return tokens
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``key.path=value`` (value parsed as YAML) to ``data`` in place.
+
+    >>> cfg = {"losses": [{"name": "clip_ppo"}]}
+    >>> apply_override(cfg, "losses[0].clip_range=0.1")
+    >>> cfg["losses"][0]["clip_range"]
+    0.1
+    """
+    key, sep, raw_value = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set '{assignment}': expected KEY=VALUE, e.g. train.updates=10")
+    tokens = _parse_path(key.strip())
+    try:
+        value = yaml.safe_load(raw_value) if raw_value.strip() else ""
+    except yaml.YAMLError:
+        value = raw_value
+    node: Any = data
+    for depth, token in enumerate(tokens):
+        last = depth == len(tokens) - 1
+        where = format_loc(tokens[: depth + 1])
+        if isinstance(token, int):
+            if not isinstance(node, list) or not -len(node) <= token < len(node):
+                size = len(node) if isinstance(node, list) else 0
+                raise ConfigError(f"--set {key}: {where} does not exist (the list has {size} items)")
+        elif not isinstance(node, dict):
+            raise ConfigError(f"--set {key}: {format_loc(tokens[:depth]) or 'config'} is not a mapping")
+        if last:
+            node[token] = value
+        else:
+            if isinstance(node, dict) and not isinstance(node.get(token), (dict, list)):
+                node[token] = {}
+            node = node[token]
+
+
+def validate_components(config: MarlplugConfig) -> MarlplugConfig:
+    """Look every named component up in the registries and validate its options."""
+    registries = get_plugin_manager().registries
+    envs = registries["env"]
+    if config.env.registry_key not in envs:
+        backends = sorted({key.split("/", 1)[0] for key in envs})
+        if config.env.backend not in backends:
+            raise ConfigError("env.backend: " + unknown_name_message("backend", config.env.backend, backends))
+        scenarios = sorted(k.split("/", 1)[1] for k in envs if k.startswith(config.env.backend + "/"))
+        raise ConfigError(
+            "env.name: " + unknown_name_message(f"{config.env.backend} scenario", config.env.name, scenarios)
+        )
+    specs: list[tuple[str, ComponentSpec, str, list[str | int]]] = [
+        ("env", config.env, config.env.registry_key, ["env"]),
+        ("algorithm", config.algorithm, config.algorithm.name, ["algorithm"]),
+    ]
+    specs += [("loss", spec, spec.name, ["losses", i]) for i, spec in enumerate(config.losses)]
+    if config.coding is not None:
+        specs.append(("code", config.coding.scheme, config.coding.scheme.name, ["coding", "scheme"]))
+    for kind, spec, key, loc in specs:
+        component = registries[kind].get_component(key, field=format_loc([*loc, "name"]))
+        options_model: type[BaseModel] = getattr(component, "Options", Options)
+        spec._options = validate_options(options_model, spec.raw_options, loc)
+    return config
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Sequence[str] = (), *, data: Mapping[str, Any] | None = None
+) -> MarlplugConfig:
+    """Read, override, validate and resolve a config.
+
+    Args:
+        path: a YAML or TOML file; ``None`` starts from the defaults (or ``data``).
+        overrides: ``"key.path=value"`` strings, applied in order (``--set`` on the command line).
+        data: a dict to use instead of a file.
+
+    Example:
+        >>> cfg = load_config(overrides=["train.updates=2", "seed=3"])
+        >>> cfg.seed, cfg.env.name
+        (3, 'cooperative_navigation')
+    """
+    raw: dict[str, Any] = dict(data or {}) if path is None else read_config_file(path)
+    for assignment in overrides:
+        apply_override(raw, assignment)
+    config = validate_options(MarlplugConfig, raw)
+    assert isinstance(config, MarlplugConfig)
+    return validate_components(config)
+
+
+def resolved_dict(config: MarlplugConfig) -> dict[str, Any]:
+    """The config as plain data, every component's options filled in with their defaults."""
+
+    def component(spec: ComponentSpec, **fixed: Any) -> dict[str, Any]:
+        return {"name": spec.name, **fixed, **spec.options.model_dump(mode="json")}
+
+    data = config.model_dump(mode="json", exclude={"env", "algorithm", "losses", "coding"})
+    out: dict[str, Any] = {"seed": data.pop("seed")}
+    out["env"] = component(config.env, backend=config.env.backend)
+    out["algorithm"] = component(config.algorithm)
+    out["losses"] = [component(spec) for spec in config.losses]
+    out.update(data)
+    if config.coding is not None:
+        coding = config.coding.model_dump(mode="json", exclude={"scheme"})
+        out["coding"] = {"scheme": component(config.coding.scheme), **coding}
+    return out

@@ -1,0 +1,66 @@
+"""Every hook a marlplug plugin can implement.
+
+A plugin is a module (or object) exposed under the ``marlplug`` entry-point group whose functions are
+marked with :data:`marlplug.hookimpl`. Each hook returns a mapping from component names to components;
+names must be unique per kind across every installed plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pluggy
+
+PROJECT_NAME = "marlplug"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def marlplug_envs() -> Mapping[str, Any]:
+    """Return environment factories keyed by ``"<backend>/<scenario>"``.
+
+    Called once when the registries are built. Each value is a class (or callable) with an
+    ``Options`` pydantic model describing its config fields; calling it with those options returns
+    a TorchRL ``EnvBase`` whose agent groups are nested keys. A config selects one with
+    ``env: {name: <scenario>, backend: <backend>}``.
+
+    Example::
+
+        @marlplug.hookimpl
+        def marlplug_envs():
+            return {"mpe/cooperative_navigation": CooperativeNavigation}
+    """
+
+
+@hookspec
+def marlplug_codes() -> Mapping[str, Any]:
+    """Return coding-scheme classes keyed by name (``"mds"``, ``"ldpc"``, ...).
+
+    Called once when the registries are built. A scheme class has an ``Options`` pydantic model and,
+    once built from those options, ``assignment_matrix(num_agents, num_learners, seed)`` returning an
+    ``(N, M)`` float64 ``numpy.ndarray``. A config selects one with ``coding: {scheme: <name>}``.
+    """
+
+
+@hookspec
+def marlplug_losses() -> Mapping[str, Any]:
+    """Return loss classes keyed by name (``"clip_ppo"``, ``"redundancy"``, ...).
+
+    Called once when the registries are built. An auxiliary loss is an ``nn.Module`` with an
+    ``Options`` pydantic model, called with ``features: list[Tensor]`` (one ``[B, d_i]`` tensor per
+    agent, in the env's agent order) and returning a scalar tensor. A config lists them under
+    ``losses: [{name: <name>, ...options}]``.
+    """
+
+
+@hookspec
+def marlplug_algorithms() -> Mapping[str, Any]:
+    """Return learner algorithms keyed by name (``"ppo"``, ``"maddpg"``, ...).
+
+    Called once when the registries are built. A learner algorithm has an ``Options`` pydantic model
+    and provides the per-agent update ``U_i(theta_all, state_i, batch, seed)`` used both by the joint
+    trainer and by coded learners. A config selects one with ``algorithm: {name: <name>}``.
+    """

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, lint, type check, tests. The README's test command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+ruff check marlplug tests plugins
+mypy
+python -m pytest -q -p no:cacheprovider "$@"
