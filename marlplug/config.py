@@ -8,11 +8,11 @@ path (``losses[1].coef: expected a number, got 'high'``).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import tomllib
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -31,7 +31,10 @@ class Options(BaseModel):
         0.1
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Attribute docstrings become field descriptions, shown in the configuration reference.
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_attribute_docstrings=True
+    )
 
 
 class ComponentSpec(BaseModel):
@@ -82,8 +85,9 @@ class StragglerSection(Options):
     """Which learners answer late, per round."""
 
     model: Literal["fixed", "random"] = Field(
-        "fixed", description="'fixed': `count` random learners each round; 'random': each "
-        "learner independently with `probability`."
+        "fixed",
+        description="'fixed': `count` random learners each round; 'random': each "
+        "learner independently with `probability`.",
     )
     count: int = Field(0, ge=0, description="Stragglers per round (model 'fixed').")
     probability: float = Field(0.0, ge=0.0, le=1.0, description="Per learner (model 'random').")
@@ -119,12 +123,24 @@ class MarlplugConfig(Options):
     """A whole run. Every section has defaults, so an empty file trains the default setup."""
 
     seed: int = Field(0, description="Seed for everything; the same seed gives the same run.")
-    env: EnvSpec = Field(default_factory=EnvSpec)
-    algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
-    losses: list[ComponentSpec] = Field(default_factory=_default_losses)
-    train: TrainSection = Field(default_factory=TrainSection)
-    coding: CodingSection | None = None
-    logging: LoggingSection = Field(default_factory=LoggingSection)
+    env: EnvSpec = Field(
+        default_factory=EnvSpec,
+        description="`{name, backend, ...options}`; default cooperative_navigation on mpe.",
+    )
+    algorithm: AlgorithmSpec = Field(
+        default_factory=AlgorithmSpec, description="`{name, ...options}`; default ppo."
+    )
+    losses: list[ComponentSpec] = Field(
+        default_factory=_default_losses,
+        description="Main loss then auxiliary losses, each `{name, ...options}`; default [clip_ppo].",
+    )
+    train: TrainSection = Field(default_factory=TrainSection, description="See `train` below.")
+    coding: CodingSection | None = Field(
+        None, description="Coded distributed training; absent: train in one process."
+    )
+    logging: LoggingSection = Field(
+        default_factory=LoggingSection, description="See `logging` below."
+    )
 
 
 # --------------------------------------------------------------------------- error formatting
@@ -167,8 +183,10 @@ def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
             return []
         annotation = info.annotation
         args = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
-        current = annotation if isinstance(annotation, type) else next(
-            (a for a in args if issubclass(a, BaseModel)), None
+        current = (
+            annotation
+            if isinstance(annotation, type)
+            else next((a for a in args if issubclass(a, BaseModel)), None)
         )
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
@@ -231,7 +249,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         elif path.suffix.lower() in {".yaml", ".yml"}:
             data = yaml.safe_load(text)
         else:
-            raise ConfigError(f"{path}: unknown config format '{path.suffix}'; use .yaml, .yml or .toml")
+            raise ConfigError(
+                f"{path}: unknown config format '{path.suffix}'; use .yaml, .yml or .toml"
+            )
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -285,11 +305,17 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         last = depth == len(tokens) - 1
         where = format_loc(tokens[: depth + 1])
         if isinstance(token, int):
-            if not isinstance(node, list) or not -len(node) <= token < len(node):
-                size = len(node) if isinstance(node, list) else 0
-                raise ConfigError(f"--set {key}: {where} does not exist (the list has {size} items)")
+            if not isinstance(node, list):
+                parent = format_loc(tokens[:depth])
+                raise ConfigError(f"--set {key}: {parent} is not a list in this config file")
+            if not -len(node) <= token < len(node):
+                raise ConfigError(
+                    f"--set {key}: {where} does not exist (the list has {len(node)} items)"
+                )
         elif not isinstance(node, dict):
-            raise ConfigError(f"--set {key}: {format_loc(tokens[:depth]) or 'config'} is not a mapping")
+            raise ConfigError(
+                f"--set {key}: {format_loc(tokens[:depth]) or 'config'} is not a mapping"
+            )
         if last:
             node[token] = value
         else:
@@ -305,10 +331,15 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     if config.env.registry_key not in envs:
         backends = sorted({key.split("/", 1)[0] for key in envs})
         if config.env.backend not in backends:
-            raise ConfigError("env.backend: " + unknown_name_message("backend", config.env.backend, backends))
-        scenarios = sorted(k.split("/", 1)[1] for k in envs if k.startswith(config.env.backend + "/"))
+            raise ConfigError(
+                "env.backend: " + unknown_name_message("backend", config.env.backend, backends)
+            )
+        scenarios = sorted(
+            k.split("/", 1)[1] for k in envs if k.startswith(config.env.backend + "/")
+        )
         raise ConfigError(
-            "env.name: " + unknown_name_message(f"{config.env.backend} scenario", config.env.name, scenarios)
+            "env.name: "
+            + unknown_name_message(f"{config.env.backend} scenario", config.env.name, scenarios)
         )
     specs: list[tuple[str, ComponentSpec, str, list[str | int]]] = [
         ("env", config.env, config.env.registry_key, ["env"]),
@@ -316,7 +347,9 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     ]
     specs += [("loss", spec, spec.name, ["losses", i]) for i, spec in enumerate(config.losses)]
     if config.coding is not None:
-        specs.append(("code", config.coding.scheme, config.coding.scheme.name, ["coding", "scheme"]))
+        specs.append(
+            ("code", config.coding.scheme, config.coding.scheme.name, ["coding", "scheme"])
+        )
     for kind, spec, key, loc in specs:
         component = registries[kind].get_component(key, field=format_loc([*loc, "name"]))
         options_model: type[BaseModel] = getattr(component, "Options", Options)
@@ -325,7 +358,10 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
 
 
 def load_config(
-    path: str | Path | None = None, overrides: Sequence[str] = (), *, data: Mapping[str, Any] | None = None
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    data: Mapping[str, Any] | None = None,
 ) -> MarlplugConfig:
     """Read, override, validate and resolve a config.
 

@@ -213,9 +213,7 @@ class PluginManager:
             self.pm.unregister(name=info.name)
             self._record_failure(info, f"invalid hook: {exc}")
             return
-        info.hooks = sorted(
-            caller.name for caller in self.pm.get_hookcallers(plugin) or []
-        )
+        info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
 
     def register(self, plugin: object, *, name: str, distribution: str = "(registered)") -> None:
         """Register an in-process plugin object (for tests and notebooks) and add its components."""

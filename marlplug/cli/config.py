@@ -29,3 +29,14 @@ def check(path: str, overrides: tuple[str, ...]) -> None:
     """Validate PATH; print 'ok' or the first problem with its full path."""
     load_config(path, overrides)
     click.echo(f"{path}: ok")
+
+
+@config.command()
+@click.option("--all-plugins", is_flag=True, help="Include third-party plugins' components.")
+def reference(all_plugins: bool) -> None:
+    """Print the configuration reference (Markdown) generated from the schemas."""
+    from marlplug.config_reference import render_reference
+    from marlplug.plugins import get_plugin_manager
+
+    distributions = None if all_plugins else {"marlplug"}
+    click.echo(render_reference(get_plugin_manager(), distributions=distributions), nl=False)

@@ -43,7 +43,9 @@ COMMANDS = {
 }
 
 
-@click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
 @click.version_option(package_name="marlplug")
 def cli(debug: bool) -> None:
@@ -65,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.UsageError as exc:
         if debug:
             raise
-        exc.show()
+        click.echo(f"error: {exc.format_message()}", err=True)
+        if exc.ctx is not None:
+            click.echo(f"Try '{exc.ctx.command_path} --help' for help.", err=True)
         return 2
     except click.ClickException as exc:
         if debug:

@@ -1,0 +1,198 @@
+"""Every user mistake is one or two lines on stderr, exit status 2, and no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# (case id, config file text or None for "no file", extra CLI args, expected message fragment)
+CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
+    ("missing-file", None, [], "config file not found"),
+    ("malformed-yaml", "train: {updates: 3\n", [], "malformed YAML"),
+    ("not-a-mapping", "- a\n- b\n", [], "expected a mapping at the top level, got list"),
+    (
+        "unknown-top-level",
+        "trian: {}\n",
+        [],
+        "trian: unknown field 'trian' (did you mean 'train'?)",
+    ),
+    (
+        "unknown-train-field",
+        "train: {updatess: 3}\n",
+        [],
+        "train.updatess: unknown field in train 'updatess' (did you mean 'updates'?)",
+    ),
+    (
+        "wrong-type-int",
+        "train: {updates: many}\n",
+        [],
+        "train.updates: expected an integer, got 'many'",
+    ),
+    (
+        "out-of-range",
+        "train: {updates: 0}\n",
+        [],
+        "train.updates: input should be greater than or equal to 1",
+    ),
+    (
+        "loss-coef-not-number",
+        "losses: [{name: clip_ppo}, {name: cka, coef: high}]\n",
+        [],
+        "losses[1].coef: expected a number, got 'high'",
+    ),
+    (
+        "unknown-loss",
+        "losses: [{name: clip_ppo}, {name: ckaa}]\n",
+        [],
+        "losses[1].name: unknown loss 'ckaa' (did you mean 'cka'?)",
+    ),
+    (
+        "unknown-loss-field",
+        "losses: [{name: clip_ppo}, {name: cka, coeff: 0.1}]\n",
+        [],
+        "losses[1].coeff: unknown field in losses[1] 'coeff' (did you mean 'coef'?)",
+    ),
+    (
+        "loss-without-name",
+        "losses: [{coef: 0.1}]\n",
+        [],
+        "losses[0].name: required field is missing",
+    ),
+    (
+        "unknown-env-backend",
+        "env: {name: cooperative_navigation, backend: mpee}\n",
+        [],
+        "env.backend: unknown backend 'mpee' (did you mean 'mpe'?)",
+    ),
+    (
+        "unknown-scenario",
+        "env: {name: cooperative_navigaton}\n",
+        [],
+        "env.name: unknown mpe scenario 'cooperative_navigaton' (did you mean 'cooperative_navigation'?)",
+    ),
+    (
+        "unknown-code",
+        "coding: {scheme: mdss, learners: 15}\n",
+        [],
+        "coding.scheme.name: unknown code 'mdss' (did you mean 'mds'?)",
+    ),
+    (
+        "coding-missing-learners",
+        "coding: {scheme: mds}\n",
+        [],
+        "coding.learners: required field is missing",
+    ),
+    (
+        "coding-bad-backend",
+        "coding: {scheme: mds, learners: 4, backend: slurm}\n",
+        [],
+        "coding.backend: input should be 'local' or 'ray', got 'slurm'",
+    ),
+    (
+        "straggler-probability",
+        "coding: {scheme: mds, learners: 4, stragglers: {probability: 1.5}}\n",
+        [],
+        "coding.stragglers.probability: input should be less than or equal to 1",
+    ),
+    (
+        "logging-bool",
+        "logging: {progress: maybe}\n",
+        [],
+        "logging.progress: expected true or false, got 'maybe'",
+    ),
+    (
+        "set-without-equals",
+        "",
+        ["--set", "train.updates"],
+        "--set 'train.updates': expected KEY=VALUE",
+    ),
+    (
+        "set-malformed-key",
+        "",
+        ["--set", "train..updates=3"],
+        "--set: malformed key 'train..updates'",
+    ),
+    (
+        "set-index-out-of-range",
+        "losses: [clip_ppo]\n",
+        ["--set", "losses[5].coef=1"],
+        "--set losses[5].coef: losses[5] does not exist (the list has 1 items)",
+    ),
+    ("set-bad-value", "", ["--set", "seed=abc"], "seed: expected an integer, got 'abc'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "extra", "expected"),
+    [case[1:] for case in CONFIG_CASES],
+    ids=[case[0] for case in CONFIG_CASES],
+)
+def test_bad_config_is_a_short_error(
+    run_cli: Callable[..., object],
+    tmp_path: Path,
+    text: str | None,
+    extra: list[str],
+    expected: str,
+) -> None:
+    path = tmp_path / "run.yaml"
+    if text is not None:
+        path.write_text(text)
+    result = run_cli("config", "check", str(path), *extra)
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert expected in result.err  # type: ignore[attr-defined]
+    assert len(result.err.strip().splitlines()) <= 2  # type: ignore[attr-defined]
+    assert "Traceback" not in result.err  # type: ignore[attr-defined]
+
+
+def test_malformed_toml(run_cli: Callable[..., object], tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text("[train\nupdates = 3\n")
+    result = run_cli("config", "check", str(path))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert "malformed TOML" in result.err  # type: ignore[attr-defined]
+
+
+def test_unknown_file_format(run_cli: Callable[..., object], tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    path.write_text("{}")
+    result = run_cli("config", "check", str(path))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert "unknown config format '.json'; use .yaml, .yml or .toml" in result.err  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["trian"], "No such command 'trian'"),
+        (["plugins", "--jsn"], "No such option '--jsn'. Did you mean '--json'?"),
+        (["config", "check"], "Missing argument 'PATH'"),
+    ],
+)
+def test_bad_command_line(run_cli: Callable[..., object], args: list[str], expected: str) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert expected in result.err  # type: ignore[attr-defined]
+    assert len(result.err.strip().splitlines()) <= 2  # type: ignore[attr-defined]
+
+
+def test_real_process_exit_status_and_debug_traceback(tmp_path: Path) -> None:
+    missing = str(tmp_path / "absent.yaml")
+    plain = subprocess.run(
+        [sys.executable, "-m", "marlplug.cli.main", "config", "check", missing],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert plain.returncode == 2
+    assert plain.stderr.strip() == f"error: config file not found: {missing}"
+    debug = subprocess.run(
+        [sys.executable, "-m", "marlplug.cli.main", "--debug", "config", "check", missing],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
