@@ -20,11 +20,12 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 @hookspec
 def marlplug_envs() -> Mapping[str, Any]:
-    """Return environment factories keyed by ``"<backend>/<scenario>"``.
+    """Return environment scenario classes keyed by ``"<backend>/<scenario>"``.
 
-    Called once when the registries are built. Each value is a class (or callable) with an
-    ``Options`` pydantic model describing its config fields; calling it with those options returns
-    a TorchRL ``EnvBase`` whose agent groups are nested keys. A config selects one with
+    Called once when the registries are built. Each value subclasses
+    :class:`marlplug.envs.EnvScenario`: it has an ``Options`` pydantic model, takes those options as
+    keyword arguments, and its ``make(num_envs=, seed=, device=)`` returns a TorchRL ``EnvBase``
+    whose agent groups (``"agent"``, ``"adversary"``) are nested keys. A config selects one with
     ``env: {name: <scenario>, backend: <backend>}``.
 
     Example::
@@ -33,6 +34,7 @@ def marlplug_envs() -> Mapping[str, Any]:
         def marlplug_envs():
             return {"mpe/cooperative_navigation": CooperativeNavigation}
     """
+
 
 
 @hookspec

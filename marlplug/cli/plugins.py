@@ -22,13 +22,16 @@ def plugins(as_json: bool) -> None:
         click.echo(json.dumps([info.as_json() for info in report], indent=2))
         return
     table = Table(title="marlplug plugins", show_lines=False)
-    for column in ("plugin", "distribution", "version", *KIND_HOOKS, "status"):
+    for column in ("plugin", "distribution", "version", "hooks", "components", "status"):
         table.add_column(column, overflow="fold")
     for info in report:
-        kinds = [", ".join(info.components.get(kind, [])) for kind in KIND_HOOKS]
+        components = "\n".join(
+            f"{kind}: {', '.join(info.components[kind])}" for kind in KIND_HOOKS if kind in info.components
+        )
         status = f"[red]{info.error}[/red]" if info.error else "[green]ok[/green]"
-        table.add_row(info.name, info.distribution, info.version, *kinds, status)
-    Console(width=max(Console().width, 120)).print(table)
+        hooks = "\n".join(info.hooks)
+        table.add_row(info.name, info.distribution, info.version, hooks, components, status)
+    Console(width=max(Console().width, 140)).print(table)
     failed = [info.name for info in report if info.error]
     if failed:
         click.echo(f"{len(failed)} plugin(s) failed to load: {', '.join(failed)}", err=True)

@@ -1,4 +1,4 @@
-"""marlplug's built-in envs components, registered through the `marlplug` entry point like any plugin."""
+"""marlplug's built-in env components, registered through the ``marlplug`` entry point like any plugin."""
 
 from __future__ import annotations
 
@@ -10,4 +10,8 @@ from marlplug.hookspecs import hookimpl
 
 @hookimpl
 def marlplug_envs() -> Mapping[str, Any]:
-    return {}
+    """The paper's four scenarios on the ``mpe`` backend (PettingZoo/mpe2)."""
+    from marlplug.envs.mpe import CooperativeNavigation, KeepAway, PhysicalDeception, PredatorPrey
+
+    scenarios = [CooperativeNavigation, PredatorPrey, PhysicalDeception, KeepAway]
+    return {f"mpe/{cls.scenario}": cls for cls in scenarios}

@@ -1,0 +1,38 @@
+"""Cooperative navigation (mpe2 ``simple_spread``): M agents cover M landmarks without colliding."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from mpe2._mpe_utils.core import World
+from mpe2._mpe_utils.scenario import BaseScenario
+from mpe2.simple_spread.simple_spread import Scenario as SimpleSpreadScenario
+
+from marlplug.envs.mpe.base import MpeScenario
+from marlplug.envs.options import ScenarioOptions
+
+
+class CooperativeNavigationOptions(ScenarioOptions):
+    """Options of cooperative navigation: M agents and as many landmarks."""
+
+
+class CooperativeNavigation(MpeScenario):
+    """M agents cooperatively cover M landmarks (mpe2 ``simple_spread``).
+
+    Every agent gets ``0.5 * global + 0.5 * local``: global is minus the sum over landmarks of the
+    closest agent's distance, local is -1 per other agent it collides with.
+
+    Examples:
+        >>> env = CooperativeNavigation(agents=3).make(seed=0)
+        >>> env.observation_spec["agent", "observation"].shape
+        torch.Size([3, 18])
+    """
+
+    Options: ClassVar[type[ScenarioOptions]] = CooperativeNavigationOptions
+    scenario: ClassVar[str] = "cooperative_navigation"
+    summary: ClassVar[str] = "M agents cover M landmarks, penalized for collisions (simple_spread)"
+    local_ratio: ClassVar[float | None] = 0.5
+
+    def mpe_scenario(self) -> tuple[BaseScenario, World]:
+        scenario = SimpleSpreadScenario()
+        return scenario, scenario.make_world(self.options.agents)

@@ -1,0 +1,78 @@
+"""The options every scenario understands, and the checks that tie them together (K < M, ...).
+
+Each scenario's ``Options`` subclasses one of these, so a config error always names the bad field.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from marlplug.config import Options
+
+
+class ScenarioOptions(Options):
+    """Fields shared by every scenario: team size, action type and episode length.
+
+    Example:
+        >>> ScenarioOptions(agents=4).max_steps
+        25
+    """
+
+    #: Set to False in a scenario that only has discrete actions.
+    supports_continuous_actions: ClassVar[bool] = True
+
+    agents: int = Field(3, ge=1, description="Total number of agents M (both teams).")
+    continuous_actions: bool = Field(
+        False, description="Continuous 5-dim force actions in [0, 1] instead of Discrete(5)."
+    )
+    max_steps: int = Field(25, ge=1, description="Episode length; the env truncates after it.")
+
+    @field_validator("continuous_actions")
+    @classmethod
+    def _continuous_supported(cls, value: bool) -> bool:
+        if value and not cls.supports_continuous_actions:
+            raise PydanticCustomError(
+                "continuous_unsupported", "this scenario only supports discrete actions (false)"
+            )
+        return value
+
+
+class AdversarialOptions(ScenarioOptions):
+    """A scenario with ``agents - adversaries`` good agents and ``adversaries`` adversaries.
+
+    Example:
+        >>> AdversarialOptions(agents=8, adversaries=4).adversaries
+        4
+    """
+
+    adversaries: int = Field(1, ge=1, description="Number of adversaries K (K < M).")
+
+    @field_validator("adversaries")
+    @classmethod
+    def _fewer_than_agents(cls, value: int, info: ValidationInfo) -> int:
+        agents = info.data.get("agents")
+        if agents is not None and value >= agents:
+            raise PydanticCustomError(
+                "adversaries_not_fewer",
+                "must be fewer than agents ({agents}) so at least one good agent remains",
+                {"agents": agents},
+            )
+        return value
+
+    @property
+    def good_agents(self) -> int:
+        """``agents - adversaries``."""
+        return self.agents - self.adversaries
+
+
+def check_landmarks(value: int | None, info: ValidationInfo, *, minimum: int = 1) -> int | None:
+    """Shared check for an optional ``landmarks`` count (``None`` picks the scenario default)."""
+    if value is not None and value < minimum:
+        raise PydanticCustomError(
+            "too_few_landmarks", "must be at least {minimum} (or null for the default)",
+            {"minimum": minimum},
+        )
+    return value

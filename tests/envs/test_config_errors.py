@@ -1,0 +1,93 @@
+"""Bad env parameters are config errors that name the field, from make_env and from a config file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+
+from marlplug import ConfigError, MarlplugConfig, hookimpl
+from marlplug.config import validate_options
+from marlplug.envs import get_scenario, make_env
+from marlplug.envs.mpe import CooperativeNavigation
+from marlplug.envs.options import ScenarioOptions
+from marlplug.plugins import get_plugin_manager
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("keep_away", {"agents": 4, "adversaries": 4}, "env.adversaries: must be fewer than agents (4)"),
+        ("predator_prey", {"agents": 3, "adversaries": 5}, "env.adversaries: must be fewer"),
+        ("cooperative_navigation", {"agents": 0}, "env.agents: "),
+        ("keep_away", {"adversaries": 0, "agents": 3}, "env.adversaries: "),
+        ("physical_deception", {"agents": 5, "adversaries": 2}, "env.adversaries: physical_deception"),
+        ("physical_deception", {"agents": 1}, "env.agents: "),
+        ("keep_away", {"landmarks": 0}, "env.landmarks: "),
+        ("keep_away", {"max_steps": 0}, "env.max_steps: "),
+        ("keep_away", {"continuous_actions": "sometimes"}, "env.continuous_actions: expected true"),
+        ("keep_away", {"agent": 3}, "env.agent: unknown field in env 'agent' (did you mean 'agents'?)"),
+    ],
+)
+def test_bad_options_name_the_field(name: str, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        make_env(name, **options)
+
+
+def test_unknown_backend_and_scenario() -> None:
+    with pytest.raises(ConfigError, match=r"^env.backend: unknown backend 'mpee' \(did you mean 'mpe'"):
+        make_env("keep_away", backend="mpee")
+    with pytest.raises(ConfigError, match=r"^env.name: unknown mpe scenario 'keep_awy'.*keep_away"):
+        make_env("keep_awy")
+
+
+def test_bad_num_envs() -> None:
+    with pytest.raises(ConfigError, match="num_envs"):
+        make_env("keep_away", num_envs=0)
+
+
+class _DiscreteOnlyOptions(ScenarioOptions):
+    supports_continuous_actions: ClassVar[bool] = False
+
+
+class _DiscreteOnlySpread(CooperativeNavigation):
+    Options = _DiscreteOnlyOptions
+    scenario = "discrete_only_spread"
+
+
+class _DiscreteOnlyPlugin:
+    @hookimpl
+    def marlplug_envs(self) -> dict[str, Any]:
+        return {"mpe/discrete_only_spread": _DiscreteOnlySpread}
+
+
+@pytest.fixture
+def discrete_only() -> Iterator[None]:
+    manager = get_plugin_manager()
+    manager.register(_DiscreteOnlyPlugin(), name="test-discrete-only")
+    yield
+    manager.unregister("test-discrete-only")
+
+
+@pytest.mark.usefixtures("discrete_only")
+def test_continuous_actions_where_unsupported() -> None:
+    assert make_env("discrete_only_spread", agents=2).full_action_spec["agent", "action"].shape == (2,)
+    with pytest.raises(ConfigError, match=r"^env.continuous_actions: this scenario only supports"):
+        make_env("discrete_only_spread", continuous_actions=True)
+
+
+def _env_from_config(data: dict[str, Any]) -> Any:
+    config = validate_options(MarlplugConfig, data)
+    assert isinstance(config, MarlplugConfig)
+    return get_scenario(config.env.name, backend=config.env.backend)(**config.env.raw_options)
+
+
+def test_config_file_env_section() -> None:
+    scenario = _env_from_config({"env": {"name": "keep_away", "agents": 8, "adversaries": 4}})
+    assert (scenario.options.agents, scenario.options.adversaries) == (8, 4)
+    with pytest.raises(ConfigError, match=r"^env.adversaries: must be fewer than agents \(8\)"):
+        _env_from_config({"env": {"name": "keep_away", "agents": 8, "adversaries": 8}})
+    with pytest.raises(ConfigError, match=r"^env.backend: unknown backend 'gym'"):
+        _env_from_config({"env": {"name": "keep_away", "backend": "gym"}})
