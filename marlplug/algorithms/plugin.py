@@ -10,4 +10,8 @@ from marlplug.hookspecs import hookimpl
 
 @hookimpl
 def marlplug_algorithms() -> Mapping[str, Any]:
-    return {}
+    """``ppo``: joint multi-agent PPO."""
+    from marlplug.algorithms.maddpg import MADDPG
+    from marlplug.algorithms.ppo import PPO
+
+    return {"ppo": PPO, "maddpg": MADDPG}

@@ -40,6 +40,10 @@ COMMANDS = {
     "plugins": "marlplug.cli.plugins:plugins",
     "config": "marlplug.cli.config:config",
     "bench": "marlplug.cli.bench:bench",
+    "train": "marlplug.cli.train:train",
+    "codes": "marlplug.cli.codes:codes",
+    "envs": "marlplug.cli.envs:envs",
+    "render": "marlplug.cli.render:render",
 }
 
 

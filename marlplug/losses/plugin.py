@@ -1,4 +1,4 @@
-"""marlplug's built-in losses components, registered through the `marlplug` entry point like any plugin."""
+"""marlplug's built-in losses, registered through the ``marlplug`` entry point like any plugin."""
 
 from __future__ import annotations
 
@@ -10,4 +10,8 @@ from marlplug.hookspecs import hookimpl
 
 @hookimpl
 def marlplug_losses() -> Mapping[str, Any]:
-    return {}
+    """``clip_ppo``: the PPO terms' settings; ``redundancy``: the cross-agent redundancy penalty."""
+    from marlplug.losses.clip_ppo import ClipPPO
+    from marlplug.losses.redundancy import RedundancyLoss
+
+    return {"clip_ppo": ClipPPO, "redundancy": RedundancyLoss}

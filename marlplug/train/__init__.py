@@ -1,0 +1,29 @@
+"""Training: the joint multi-agent PPO trainer, its config, stats, checkpoints and reporting.
+
+``marlplug.config`` imports :mod:`marlplug.train.config`, so the heavier names below are imported
+lazily (on first attribute access) to keep that import free of cycles.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from marlplug.train.config import JointTrainerConfig, TrainSection
+
+_LAZY = {
+    "JointStats": "marlplug.train.stats",
+    "JointEnv": "marlplug.train.surfaces",
+    "JointPolicy": "marlplug.train.surfaces",
+    "JointStepResult": "marlplug.train.surfaces",
+    "TorchRLJointEnv": "marlplug.train.surfaces",
+    "JointMultiAgentTrainer": "marlplug.train.trainer",
+}
+
+__all__ = ["JointTrainerConfig", "TrainSection", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'marlplug.train' has no attribute '{name}'")

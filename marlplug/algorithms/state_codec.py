@@ -1,0 +1,79 @@
+"""The state codec: an agent's whole learning state (parameters, target parameters, optimizer state) as
+one float vector, and back. Coded learners combine these vectors linearly; the controller decodes them.
+
+Layout: the named tensors are laid out one after another, in the order given, each flattened in
+row-major (C) order; vector element ``offset[name] + k`` is element ``k`` of ``tensor[name].flatten()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import torch
+
+
+class StateCodec:
+    """Flatten a per-agent named state (leading agent dimension) to ``[A, D]`` and back.
+
+    Args:
+        shapes: ``(name, per-agent shape)`` pairs, in layout order. Names must be unique.
+
+    Examples:
+        >>> codec = StateCodec([("weight", (2, 3)), ("bias", (3,)), ("step", ())])
+        >>> codec.size
+        10
+        >>> state = {"weight": torch.ones(4, 2, 3), "bias": torch.zeros(4, 3), "step": torch.ones(4)}
+        >>> flat = codec.flatten(state)
+        >>> flat.shape
+        torch.Size([4, 10])
+        >>> torch.equal(codec.unflatten(flat)["weight"], state["weight"])
+        True
+    """
+
+    def __init__(self, shapes: Sequence[tuple[str, tuple[int, ...]]]) -> None:
+        names = [name for name, _ in shapes]
+        if len(set(names)) != len(names):
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"StateCodec: duplicate tensor names {duplicates}")
+        self.shapes: dict[str, tuple[int, ...]] = {name: tuple(shape) for name, shape in shapes}
+        self.offsets: dict[str, tuple[int, int]] = {}
+        offset = 0
+        for name, shape in self.shapes.items():
+            numel = math.prod(shape)
+            self.offsets[name] = (offset, offset + numel)
+            offset += numel
+        self.size = offset
+
+    @property
+    def names(self) -> list[str]:
+        """Tensor names in layout order."""
+        return list(self.shapes)
+
+    def flatten(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """``{name: [A, *shape]}`` -> ``[A, D]`` (a new tensor, the dtype of the first entry)."""
+        missing = [name for name in self.shapes if name not in state]
+        extra = [name for name in state if name not in self.shapes]
+        if missing or extra:
+            raise KeyError(f"StateCodec.flatten: missing {missing}, unexpected {extra}")
+        parts = []
+        for name, shape in self.shapes.items():
+            tensor = state[name]
+            if tuple(tensor.shape[1:]) != shape:
+                raise ValueError(
+                    f"StateCodec.flatten: '{name}' has per-agent shape {tuple(tensor.shape[1:])}, "
+                    f"expected {shape}"
+                )
+            parts.append(tensor.reshape(tensor.shape[0], -1))
+        return torch.cat(parts, dim=1)
+
+    def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``[A, D]`` -> ``{name: [A, *shape]}`` (views into ``flat`` where possible)."""
+        if flat.dim() != 2 or flat.shape[1] != self.size:
+            raise ValueError(
+                f"StateCodec.unflatten: expected shape [agents, {self.size}], got {tuple(flat.shape)}"
+            )
+        return {
+            name: flat[:, start:stop].reshape(flat.shape[0], *self.shapes[name])
+            for name, (start, stop) in self.offsets.items()
+        }

@@ -1,0 +1,174 @@
+"""``marlplug bench loss``: JointPPOLoss vs M separate ClipPPOLoss modules, and the redundancy penalty's cost.
+
+(a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
+(b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import click
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.modules import ProbabilisticActor
+from torchrl.objectives import ClipPPOLoss
+
+from marlplug.algorithms.ppo import PPO
+from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.losses.redundancy import (
+    redundancy_all_pairs,
+    redundancy_pair_loop,
+    standardize_columns,
+)
+from marlplug.models import GroupSpec, JointActorCritic
+
+OBSERVATION_DIM, N_ACTIONS = 18, 5
+
+
+def median_ms(function: Callable[[], object], *, repeats: int, warmup: int = 2) -> float:
+    """Median wall time of ``function`` in milliseconds."""
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def _batch(model: JointActorCritic, rows: int) -> TensorDict:
+    n_agents = model.group_sizes["agent"]
+    td = TensorDict({("agent", "observation"): torch.randn(rows, n_agents, OBSERVATION_DIM)}, batch_size=[rows])
+    with torch.no_grad():
+        model.policy(td)
+        model.critics["agent"](td)
+    td.set(("agent", "advantage"), torch.randn(rows, n_agents, 1))
+    td.set(("agent", "value_target"), torch.randn(rows, n_agents, 1))
+    return td.exclude(("agent", "features"), ("agent", "logits"))
+
+
+def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
+    losses = []
+    for _ in range(n_agents):
+        actor_net = nn.Sequential(
+            nn.Linear(OBSERVATION_DIM, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(hidden, N_ACTIONS),
+        )
+        actor = ProbabilisticActor(
+            TensorDictModule(actor_net, in_keys=["observation"], out_keys=["logits"]),
+            in_keys=["logits"], out_keys=["action"], distribution_class=Categorical, return_log_prob=True,
+        )
+        critic_net = nn.Sequential(
+            nn.Linear(OBSERVATION_DIM * n_agents, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(hidden, 1),
+        )
+        critic = TensorDictModule(critic_net, in_keys=["all_observations"], out_keys=["state_value"])
+        loss = ClipPPOLoss(actor, critic, loss_critic_type="l2", normalize_advantage=True, clip_value=0.2,
+                           entropy_coeff=0.01, critic_coeff=0.5)
+        loss.set_keys(sample_log_prob="action_log_prob")
+        losses.append(loss)
+    return losses
+
+
+def _agent_batches(batch: TensorDict) -> list[TensorDict]:
+    rows, n_agents = batch.batch_size[0], batch["agent", "action"].shape[1]
+    return [
+        TensorDict(
+            {
+                "observation": batch["agent", "observation"][:, i],
+                "all_observations": batch["agent", "observation"].reshape(rows, -1),
+                "action": batch["agent", "action"][:, i],
+                "action_log_prob": batch["agent", "action_log_prob"][:, i],
+                "advantage": batch["agent", "advantage"][:, i],
+                "value_target": batch["agent", "value_target"][:, i],
+                "state_value": batch["agent", "state_value"][:, i],
+            },
+            batch_size=[rows],
+        )
+        for i in range(n_agents)
+    ]
+
+
+def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int = 10) -> dict[str, float]:
+    """One row of the benchmark: timings (ms) for ``n_agents`` agents."""
+    torch.manual_seed(0)
+    model = JointActorCritic(
+        [GroupSpec(group="agent", agent_names=tuple(f"a{i}" for i in range(n_agents)),
+                   observation_dim=OBSERVATION_DIM, n_actions=N_ACTIONS)],
+        hidden_size=hidden, feature_dim=hidden,
+    )
+    joint_loss = JointPPOLoss(actor_network=model.actors, critic_network=model.critics)
+    ppo = PPO()
+    joint_optimizer = ppo.make_optimizer(joint_loss, lr=1e-4)
+    batch = _batch(model, rows)
+    joint_ms = median_ms(
+        lambda: ppo.update_step(joint_loss, joint_optimizer, batch, max_grad_norm=0.5), repeats=repeats
+    )
+
+    separate = _separate_losses(n_agents, hidden)
+    agent_batches = _agent_batches(batch)
+    separate_optimizer = torch.optim.Adam([p for loss in separate for p in loss.parameters()], lr=1e-4)
+
+    def separate_step() -> None:
+        separate_optimizer.zero_grad()
+        total = sum(
+            sum(v for k, v in loss(agent_batch).items() if k.startswith("loss_"))
+            for loss, agent_batch in zip(separate, agent_batches, strict=True)
+        )
+        total.backward()  # type: ignore[union-attr]
+        for loss in separate:
+            torch.nn.utils.clip_grad_norm_(loss.parameters(), 0.5)
+        separate_optimizer.step()
+
+    separate_ms = median_ms(separate_step, repeats=repeats)
+
+    features = [torch.randn(rows, hidden, requires_grad=True) for _ in range(n_agents)]
+
+    def backward(function: Callable[[], torch.Tensor]) -> Callable[[], None]:
+        return lambda: function().backward()
+
+    redundancy_ms = median_ms(backward(lambda: redundancy_all_pairs(features)), repeats=repeats)
+    pairloop_ms = median_ms(backward(lambda: redundancy_pair_loop(features)), repeats=max(3, repeats // 3))
+    standardized = standardize_columns(torch.cat([f.detach() for f in features], 1), 1e-5).requires_grad_()
+    floor_ms = median_ms(backward(lambda: (standardized.T @ standardized).square().sum()), repeats=repeats)
+    return {
+        "agents": n_agents,
+        "joint_ms": round(joint_ms, 3),
+        "separate_ms": round(separate_ms, 3),
+        "speedup": round(separate_ms / joint_ms, 3),
+        "redundancy_ms": round(redundancy_ms, 3),
+        "redundancy_pairloop_ms": round(pairloop_ms, 3),
+        "redundancy_floor_ms": round(floor_ms, 3),
+        "redundancy_ratio": round(redundancy_ms / joint_ms, 3),
+    }
+
+
+@click.command()
+@click.option("--agents", "agent_counts", multiple=True, type=int, default=(2, 8, 32), show_default=True)
+@click.option("--rows", default=1000, show_default=True, help="Minibatch rows B.")
+@click.option("--hidden", default=64, show_default=True, help="Hidden units (and feature width).")
+@click.option("--repeats", default=10, show_default=True, help="Timed repetitions (median reported).")
+@click.option("--threads", default=1, show_default=True, help="torch threads.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
+def loss(agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, threads: int, as_json: bool) -> None:
+    """JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor."""
+    torch.set_num_threads(threads)
+    results = [measure(m, rows=rows, hidden=hidden, repeats=repeats) for m in agent_counts]
+    if as_json:
+        click.echo(json.dumps(results, indent=2))
+        return
+    click.echo(f"B={rows}, hidden={hidden}, torch threads={threads}, medians of {repeats} (ms)")
+    header = ("M", "joint", "separate", "speedup", "redund.", "pairloop", "floor", "red/joint")
+    click.echo("".join(f"{h:>11}" for h in header))
+    for r in results:
+        cells = (r["agents"], r["joint_ms"], r["separate_ms"], r["speedup"], r["redundancy_ms"],
+                 r["redundancy_pairloop_ms"], r["redundancy_floor_ms"], r["redundancy_ratio"])
+        click.echo("".join(f"{c:>11}" for c in cells))

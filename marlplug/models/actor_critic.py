@@ -1,0 +1,242 @@
+"""Per-group actor and critic networks with stacked per-agent weights and exposed encoder features.
+
+Each agent group (``"agent"``, ``"adversary"``) gets one encoder, one policy head and one critic, each
+holding every agent of the group in stacked weights. The encoder writes ``(group, "features")`` so
+auxiliary losses can read every agent's features on the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.envs import EnvBase
+from torchrl.modules import ProbabilisticActor
+
+from marlplug.errors import UserError
+from marlplug.models.stacked import StackedLinear, StackedMLP
+
+#: Key names inside a group, shared with :class:`marlplug.losses.JointPPOLoss`'s defaults.
+OBSERVATION = "observation"
+FEATURES = "features"
+LOGITS = "logits"
+ACTION = "action"
+ACTION_LOG_PROB = "action_log_prob"
+STATE_VALUE = "state_value"
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """What a group's networks need to know about its agents.
+
+    Examples:
+        >>> GroupSpec(group="agent", agent_names=("agent_0", "agent_1"), observation_dim=18, n_actions=5)
+        GroupSpec(group='agent', agent_names=('agent_0', 'agent_1'), observation_dim=18, n_actions=5)
+    """
+
+    group: str
+    agent_names: tuple[str, ...]
+    observation_dim: int
+    n_actions: int
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.agent_names)
+
+
+def group_specs_from_env(env: EnvBase) -> list[GroupSpec]:
+    """Read every agent group's sizes from a TorchRL multi-agent env with discrete actions."""
+    group_map: Mapping[str, Sequence[str]] | None = getattr(env, "group_map", None)
+    if not group_map:
+        raise UserError("env has no group_map; marlplug needs a multi-agent TorchRL env")
+    specs = []
+    for group, names in group_map.items():
+        observation_spec = env.observation_spec[group, OBSERVATION]
+        action_spec = env.full_action_spec[group, ACTION]
+        space = getattr(action_spec, "space", None)
+        n_actions = getattr(space, "n", None)
+        if n_actions is None:
+            raise UserError(
+                f"group '{group}': marlplug's actor supports discrete actions only, got "
+                f"{type(action_spec).__name__}; make the env with categorical actions"
+            )
+        specs.append(
+            GroupSpec(
+                group=group,
+                agent_names=tuple(names),
+                observation_dim=int(observation_spec.shape[-1]),
+                n_actions=int(n_actions),
+            )
+        )
+    return specs
+
+
+class GroupActorCritic(nn.Module):
+    """One group's encoder, categorical policy head and critic, all stacked over its agents.
+
+    Args:
+        spec: the group's agents and sizes.
+        hidden_size: width of the hidden layers of encoder and critic.
+        feature_dim: width of each agent's encoder features (what aux losses see).
+        centralized_critic: each agent's critic reads every agent's observation (MAPPO);
+            ``False`` gives independent critics (IPPO).
+
+    Examples:
+        >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
+        >>> nets = GroupActorCritic(spec, hidden_size=8, feature_dim=8)
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({("agent", "observation"): torch.zeros(5, 2, 4)}, batch_size=[5])
+        >>> nets.actor(td)["agent", "action"].shape
+        torch.Size([5, 2])
+        >>> td["agent", "features"].shape
+        torch.Size([5, 2, 8])
+    """
+
+    def __init__(
+        self,
+        spec: GroupSpec,
+        *,
+        hidden_size: int = 64,
+        feature_dim: int = 64,
+        centralized_critic: bool = True,
+    ) -> None:
+        super().__init__()
+        self.spec = spec
+        group = spec.group
+        self.encoder = TensorDictModule(
+            StackedMLP(
+                n_agents=spec.n_agents,
+                in_features=spec.observation_dim,
+                out_features=feature_dim,
+                num_cells=[hidden_size],
+                activate_last_layer=True,
+            ),
+            in_keys=[(group, OBSERVATION)],
+            out_keys=[(group, FEATURES)],
+        )
+        self.policy_head = TensorDictModule(
+            StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions),
+            in_keys=[(group, FEATURES)],
+            out_keys=[(group, LOGITS)],
+        )
+        self.actor = ProbabilisticActor(
+            TensorDictSequential(self.encoder, self.policy_head),
+            in_keys={"logits": (group, LOGITS)},
+            out_keys=[(group, ACTION)],
+            distribution_class=Categorical,
+            return_log_prob=True,
+            log_prob_key=(group, ACTION_LOG_PROB),
+        )
+        self.critic = TensorDictModule(
+            StackedMLP(
+                n_agents=spec.n_agents,
+                in_features=spec.observation_dim,
+                out_features=1,
+                num_cells=[hidden_size, hidden_size],
+                centralized=centralized_critic,
+            ),
+            in_keys=[(group, OBSERVATION)],
+            out_keys=[(group, STATE_VALUE)],
+        )
+
+
+class JointActorCritic(nn.Module):
+    """Every group's networks, plus the joint policy a TorchRL collector runs.
+
+    The documented agent order (the order of the ``features`` list aux losses receive) is: groups in
+    ``env.group_map`` order, agents in their group's order; :attr:`agent_names` lists it.
+
+    Args:
+        specs: one :class:`GroupSpec` per group.
+        hidden_size: see :class:`GroupActorCritic`.
+        feature_dim: see :class:`GroupActorCritic`.
+        centralized_critic: see :class:`GroupActorCritic`.
+
+    Examples:
+        >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
+        >>> model = JointActorCritic(specs, hidden_size=8, feature_dim=8)
+        >>> model.agent_names
+        [('agent', 'a'), ('agent', 'b')]
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[GroupSpec],
+        *,
+        hidden_size: int = 64,
+        feature_dim: int = 64,
+        centralized_critic: bool = True,
+    ) -> None:
+        super().__init__()
+        if not specs:
+            raise UserError("JointActorCritic needs at least one agent group")
+        self.groups = nn.ModuleDict(
+            {
+                spec.group: GroupActorCritic(
+                    spec,
+                    hidden_size=hidden_size,
+                    feature_dim=feature_dim,
+                    centralized_critic=centralized_critic,
+                )
+                for spec in specs
+            }
+        )
+        self.policy = TensorDictSequential(*(nets.actor for nets in self._group_nets()))
+
+    @classmethod
+    def from_env(
+        cls,
+        env: EnvBase,
+        *,
+        hidden_size: int = 64,
+        feature_dim: int = 64,
+        centralized_critic: bool = True,
+    ) -> JointActorCritic:
+        """Build networks sized for ``env``'s groups (discrete actions)."""
+        return cls(
+            group_specs_from_env(env),
+            hidden_size=hidden_size,
+            feature_dim=feature_dim,
+            centralized_critic=centralized_critic,
+        )
+
+    def _group_nets(self) -> list[GroupActorCritic]:
+        return [nets for nets in self.groups.values() if isinstance(nets, GroupActorCritic)]
+
+    @property
+    def actors(self) -> dict[str, ProbabilisticActor]:
+        """Group name -> its probabilistic actor."""
+        return {nets.spec.group: nets.actor for nets in self._group_nets()}
+
+    @property
+    def critics(self) -> dict[str, TensorDictModule]:
+        """Group name -> its critic."""
+        return {nets.spec.group: nets.critic for nets in self._group_nets()}
+
+    @property
+    def agent_names(self) -> list[tuple[str, str]]:
+        """``(group, agent)`` pairs in the documented agent order."""
+        return [(nets.spec.group, name) for nets in self._group_nets() for name in nets.spec.agent_names]
+
+    @property
+    def group_sizes(self) -> dict[str, int]:
+        """Group name -> number of agents."""
+        return {nets.spec.group: nets.spec.n_agents for nets in self._group_nets()}
+
+    def encoder_features(self, observations: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        """Every agent's encoder features ``[B, d_i]`` in the documented agent order.
+
+        Args:
+            observations: group name -> ``[B, n_agents, obs_dim]`` observations.
+        """
+        features: list[torch.Tensor] = []
+        for nets in self._group_nets():
+            encoder = nets.encoder.module
+            assert isinstance(encoder, nn.Module)
+            group_features = encoder(observations[nets.spec.group])
+            features.extend(group_features.unbind(-2))
+        return features

@@ -1,0 +1,123 @@
+"""Stacked per-agent layers: one tensor holds every agent's weights, one batched matmul runs them all.
+
+Every parameter has the agent as its leading dimension, so agent ``i``'s parameters are ``p[i]`` for
+every parameter ``p``; the per-agent optimizer and gradient clipping rely on that convention.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class StackedLinear(nn.Module):
+    """``n_agents`` independent linear layers evaluated as one batched matmul.
+
+    Input ``[*batch, n_agents, in_features]`` (or ``[*batch, in_features]`` with ``shared_input=True``,
+    which every agent reads, e.g. a centralized critic); output ``[*batch, n_agents, out_features]``.
+    Weights are initialized like :class:`torch.nn.Linear`, agent by agent.
+
+    Args:
+        n_agents: number of agents in the group.
+        in_features: input width of one agent.
+        out_features: output width of one agent.
+        shared_input: every agent reads the same input vector instead of its own slice.
+
+    Examples:
+        >>> layer = StackedLinear(n_agents=3, in_features=4, out_features=2)
+        >>> layer(torch.zeros(10, 3, 4)).shape
+        torch.Size([10, 3, 2])
+        >>> layer.weight.shape  # agent first
+        torch.Size([3, 4, 2])
+    """
+
+    def __init__(
+        self, *, n_agents: int, in_features: int, out_features: int, shared_input: bool = False
+    ) -> None:
+        super().__init__()
+        self.n_agents = n_agents
+        self.in_features = in_features
+        self.out_features = out_features
+        self.shared_input = shared_input
+        self.weight = nn.Parameter(torch.empty(n_agents, in_features, out_features))
+        self.bias = nn.Parameter(torch.empty(n_agents, out_features))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # Same distribution as nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+        bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+        with torch.no_grad():
+            self.weight.uniform_(-bound, bound)
+            self.bias.uniform_(-bound, bound)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if self.shared_input:
+            batch_shape = inputs.shape[:-1]
+            flat = inputs.reshape(1, -1, self.in_features)  # [1, B, in], broadcast over agents
+        else:
+            if inputs.shape[-2] != self.n_agents:
+                raise ValueError(
+                    f"StackedLinear expected {self.n_agents} agents at dim -2, got {tuple(inputs.shape)}"
+                )
+            batch_shape = inputs.shape[:-2]
+            flat = inputs.reshape(-1, self.n_agents, self.in_features).transpose(0, 1)
+        out = torch.baddbmm(self.bias.unsqueeze(1), flat.expand(self.n_agents, -1, -1), self.weight)
+        return out.transpose(0, 1).reshape(*batch_shape, self.n_agents, self.out_features)
+
+
+class StackedMLP(nn.Module):
+    """An MLP per agent with stacked weights (like ``MultiAgentMLP(share_params=False)``, but bmm).
+
+    Args:
+        n_agents: number of agents in the group.
+        in_features: input width of one agent (with ``centralized=True``: of one agent's slice;
+            each agent then reads all agents' inputs concatenated).
+        out_features: output width of one agent.
+        num_cells: hidden widths, one per hidden layer.
+        activation: activation class between layers.
+        activate_last_layer: apply the activation to the output too (for encoders).
+        centralized: every agent sees the inputs of all agents (a MAPPO critic).
+
+    Examples:
+        >>> mlp = StackedMLP(n_agents=3, in_features=4, out_features=1, num_cells=[8, 8])
+        >>> mlp(torch.zeros(5, 3, 4)).shape
+        torch.Size([5, 3, 1])
+    """
+
+    def __init__(
+        self,
+        *,
+        n_agents: int,
+        in_features: int,
+        out_features: int,
+        num_cells: Sequence[int] = (64,),
+        activation: type[nn.Module] = nn.Tanh,
+        activate_last_layer: bool = False,
+        centralized: bool = False,
+    ) -> None:
+        super().__init__()
+        self.n_agents = n_agents
+        self.centralized = centralized
+        widths = [in_features * n_agents if centralized else in_features, *num_cells, out_features]
+        layers: list[nn.Module] = []
+        for index, (width_in, width_out) in enumerate(itertools.pairwise(widths)):
+            layers.append(
+                StackedLinear(
+                    n_agents=n_agents,
+                    in_features=width_in,
+                    out_features=width_out,
+                    shared_input=centralized and index == 0,
+                )
+            )
+            if index < len(widths) - 2 or activate_last_layer:
+                layers.append(activation())
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if self.centralized:
+            inputs = inputs.flatten(-2, -1)
+        return self.layers(inputs)

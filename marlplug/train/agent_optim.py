@@ -1,0 +1,218 @@
+"""Per-agent optimization over stacked weights: per-agent gradient norms, clipping, and a masked Adam.
+
+Every parameter of an agent group has the agent as its leading dimension. An agent's gradient slice is
+clipped by its own global L2 norm; an agent whose norm is not finite, or that is frozen, does not step,
+and neither its parameters nor its optimizer state (step count included) move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from marlplug.errors import UserError
+
+
+@dataclass
+class AgentGroupParameters:
+    """The parameters of one agent group; ``param[i]`` belongs to agent ``i`` of the group.
+
+    Examples:
+        >>> w = nn.Parameter(torch.zeros(3, 4))
+        >>> AgentGroupParameters(group="agent", n_agents=3, params=[w]).n_agents
+        3
+    """
+
+    group: str
+    n_agents: int
+    params: list[nn.Parameter]
+
+    def __post_init__(self) -> None:
+        for param in self.params:
+            if param.ndim == 0 or param.shape[0] != self.n_agents:
+                raise UserError(
+                    f"group '{self.group}': parameter of shape {tuple(param.shape)} has no leading "
+                    f"agent dimension of size {self.n_agents}"
+                )
+
+
+def group_parameters(modules_by_group: Mapping[str, Sequence[nn.Module]]) -> list[AgentGroupParameters]:
+    """Collect each group's stacked parameters from its modules (actor, critic, ...)."""
+    groups = []
+    for group, modules in modules_by_group.items():
+        unique: dict[int, nn.Parameter] = {}
+        for module in modules:
+            for param in module.parameters():
+                unique.setdefault(id(param), param)
+        params = list(unique.values())
+        if not params:
+            raise UserError(f"group '{group}' has no parameters")
+        groups.append(AgentGroupParameters(group=group, n_agents=params[0].shape[0], params=params))
+    return groups
+
+
+def _per_agent_view(tensor: torch.Tensor, n_agents: int) -> torch.Tensor:
+    return tensor.reshape(n_agents, -1)
+
+
+def _broadcastable(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return values.reshape(values.shape[0], *([1] * (like.ndim - 1)))
+
+
+def per_agent_grad_norms(groups: Sequence[AgentGroupParameters]) -> torch.Tensor:
+    """Global L2 norm of every agent's gradient slice, ``[total agents]`` in group order."""
+    norms = []
+    for group in groups:
+        squared = torch.zeros(group.n_agents, dtype=torch.float64)
+        for param in group.params:
+            if param.grad is not None:
+                squared = squared + _per_agent_view(param.grad, group.n_agents).double().square().sum(1)
+        norms.append(squared.sqrt())
+    return torch.cat(norms)
+
+
+def clip_grad_norm_per_agent_(
+    groups: Sequence[AgentGroupParameters], max_norm: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale each agent's gradient slice by ``max_norm / ‖g_i‖`` when ``‖g_i‖`` exceeds it.
+
+    Gradients of agents whose norm is not finite are zeroed.
+
+    Returns:
+        ``(norms, finite)``: the norms before clipping and a bool mask of the finite ones.
+
+    Examples:
+        >>> w = nn.Parameter(torch.zeros(2, 2))
+        >>> w.grad = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+        >>> norms, finite = clip_grad_norm_per_agent_([AgentGroupParameters("g", 2, [w])], 1.0)
+        >>> [round(n, 4) for n in norms.tolist()], round(w.grad[0].norm().item(), 4), finite.tolist()
+        ([5.0, 0.5], 1.0, [True, True])
+    """
+    norms = per_agent_grad_norms(groups)
+    finite = torch.isfinite(norms)
+    coefficients = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    coefficients = torch.where(finite, coefficients, torch.zeros_like(coefficients))
+    start = 0
+    for group in groups:
+        coef = coefficients[start : start + group.n_agents]
+        ok = finite[start : start + group.n_agents]
+        start += group.n_agents
+        for param in group.params:
+            if param.grad is None:
+                continue
+            grad = param.grad
+            scaled = grad * _broadcastable(coef, grad).to(grad.dtype)
+            param.grad = torch.where(_broadcastable(ok, grad), scaled, torch.zeros_like(grad))
+    return norms, finite
+
+
+def adam_update(
+    param: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    step: torch.Tensor,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One Adam step (torch.optim.Adam's math) with a per-agent step count; returns new tensors.
+
+    ``step`` has one entry per leading index of ``param`` and is the count *after* this step.
+    """
+    beta1, beta2 = betas
+    new_exp_avg = exp_avg.lerp(grad, 1 - beta1)
+    new_exp_avg_sq = exp_avg_sq.mul(beta2).addcmul(grad, grad, value=1 - beta2)
+    steps = step.double()
+    bias_correction1 = 1 - beta1**steps
+    bias_correction2_sqrt = (1 - beta2**steps).sqrt()
+    step_size = _broadcastable((lr / bias_correction1).to(param.dtype), param)
+    denom = (new_exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add(eps)
+    new_param = param - step_size * (new_exp_avg / denom)
+    return new_param, new_exp_avg, new_exp_avg_sq, step
+
+
+class AgentAdam(torch.optim.Optimizer):
+    """Adam over stacked per-agent weights, with one step count per agent and per-agent masking.
+
+    Adam works element by element, so one optimizer over stacked weights equals one Adam per agent;
+    keeping the step count per agent makes that hold even when some agents skip a step. Each
+    ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``).
+
+    Args:
+        params: an iterable of :class:`AgentGroupParameters` or of param-group dicts.
+        lr: learning rate.
+        betas: Adam's β1, β2.
+        eps: Adam's ε.
+
+    Examples:
+        >>> w = nn.Parameter(torch.zeros(2, 3))
+        >>> opt = AgentAdam([AgentGroupParameters("agent", 2, [w])], lr=0.1)
+        >>> w.grad = torch.ones(2, 3)
+        >>> opt.step(active={"agent": torch.tensor([True, False])})
+        >>> [round(x, 4) for x in w[0].tolist()], w[1].tolist()
+        ([-0.1, -0.1, -0.1], [0.0, 0.0, 0.0])
+    """
+
+    def __init__(
+        self,
+        params: Iterable[AgentGroupParameters] | Iterable[dict[str, Any]],
+        *,
+        lr: float = 3e-4,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
+        param_groups: list[dict[str, Any]] = []
+        for entry in params:
+            if isinstance(entry, AgentGroupParameters):
+                param_groups.append({"params": entry.params, "agent_group": entry.group})
+            else:
+                param_groups.append(dict(entry))
+        super().__init__(param_groups, {"lr": lr, "betas": betas, "eps": eps})
+
+    @torch.no_grad()
+    def step(  # type: ignore[override]
+        self,
+        closure: Callable[[], float] | None = None,
+        *,
+        active: Mapping[str, torch.Tensor] | None = None,
+    ) -> None:
+        """Step every agent whose ``active[group][i]`` is true (all when ``active`` is None)."""
+        if closure is not None:
+            with torch.enable_grad():
+                closure()
+        for group in self.param_groups:
+            name = group.get("agent_group")
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                n_agents = param.shape[0]
+                mask = torch.ones(n_agents, dtype=torch.bool)
+                if active is not None and isinstance(name, str) and name in active:
+                    mask = active[name].to(torch.bool)
+                state = self.state[param]
+                if not state:
+                    state["step"] = torch.zeros(n_agents, dtype=torch.float32)
+                    state["exp_avg"] = torch.zeros_like(param)
+                    state["exp_avg_sq"] = torch.zeros_like(param)
+                new_step = state["step"] + mask.to(torch.float32)
+                new_param, new_exp_avg, new_exp_avg_sq, _ = adam_update(
+                    param,
+                    param.grad,
+                    state["exp_avg"],
+                    state["exp_avg_sq"],
+                    new_step.clamp(min=1.0),
+                    lr=group["lr"],
+                    betas=group["betas"],
+                    eps=group["eps"],
+                )
+                where = _broadcastable(mask, param)
+                param.copy_(torch.where(where, new_param, param))
+                state["exp_avg"] = torch.where(where, new_exp_avg, state["exp_avg"])
+                state["exp_avg_sq"] = torch.where(where, new_exp_avg_sq, state["exp_avg_sq"])
+                state["step"] = new_step

@@ -1,0 +1,210 @@
+"""A whole training run from a config: build env, losses and trainer; log, checkpoint, plot, resume."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from torch import nn
+
+from marlplug.algorithms.ppo import PPO
+from marlplug.config import MarlplugConfig, load_config, resolved_dict
+from marlplug.errors import ConfigError, UserError
+from marlplug.plugins import get_component
+from marlplug.train.checkpoint import (
+    CHECKPOINT_NAME,
+    load_checkpoint,
+    restore_rng_states,
+    save_checkpoint,
+)
+from marlplug.train.config import JointTrainerConfig
+from marlplug.train.reporting import make_logger, plot_learning_curve
+from marlplug.train.stats import JointStats
+from marlplug.train.trainer import JointMultiAgentTrainer
+
+CONFIG_NAME = "config.yaml"
+HISTORY_KEY = "history"
+
+
+@dataclass
+class RunResult:
+    """Where a run's outputs went and how it ended."""
+
+    run_dir: Path
+    checkpoint: Path
+    metrics_dir: Path
+    learning_curve: Path
+    history: list[tuple[int, float]] = field(default_factory=list)
+    last_stats: JointStats | None = None
+    frames: int = 0
+    seconds: float = 0.0
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def final_return(self) -> float | None:
+        return self.history[-1][1] if self.history else None
+
+
+def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
+    """The env, algorithm, losses and trainer a config describes."""
+    if config.coding is not None:
+        try:
+            from marlplug.distributed import run_coded_training  # type: ignore[attr-defined]  # noqa: F401
+        except ImportError:
+            raise UserError(
+                "coding: coded training has no runner in this installation yet; "
+                "remove the coding section to train jointly"
+            ) from None
+    from marlplug.envs import make_env
+
+    algorithm_cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
+    if not issubclass(algorithm_cls, PPO):
+        raise ConfigError(
+            f"algorithm.name: the joint trainer runs 'ppo'; '{config.algorithm.name}' is not supported here"
+        )
+    algorithm = algorithm_cls(**config.algorithm.options.model_dump())
+    clip_ppo: dict[str, Any] | None = None
+    aux_losses: dict[str, nn.Module] = {}
+    for index, spec in enumerate(config.losses):
+        options = spec.options.model_dump()
+        if spec.name == "clip_ppo":
+            clip_ppo = options
+            continue
+        loss_cls = get_component("loss", spec.name, field=f"losses[{index}].name")
+        aux_losses[spec.name] = loss_cls(**options)
+    if clip_ppo is None:
+        raise ConfigError("losses: the joint trainer needs a 'clip_ppo' entry; add {name: clip_ppo}")
+    if config.train.torch_threads is not None:
+        torch.set_num_threads(config.train.torch_threads)
+    env = make_env(
+        config.env.name,
+        backend=config.env.backend,
+        num_envs=config.train.num_envs,
+        seed=config.seed,
+        **config.env.options.model_dump(),
+    )
+    trainer_config = JointTrainerConfig.from_sections(config.train, clip_ppo, seed=config.seed)
+    return JointMultiAgentTrainer(
+        env,
+        config=trainer_config,
+        algorithm=algorithm,
+        aux_losses=aux_losses,
+        loss_critic_type=clip_ppo.get("loss_critic_type", "l2"),
+    )
+
+
+def _new_run_dir(config: MarlplugConfig) -> Path:
+    name = config.logging.run_name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(config.logging.dir) / name
+    if (run_dir / CHECKPOINT_NAME).exists():
+        raise UserError(f"logging.run_name: {run_dir} already holds a run; use --resume {run_dir}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> MarlplugConfig:
+    """The config a run was started with (``RUN_DIR/config.yaml``), plus overrides."""
+    path = run_dir / CONFIG_NAME
+    if not path.is_file():
+        raise UserError(f"--resume: {run_dir} is not a run folder (no {CONFIG_NAME})")
+    return load_config(path, overrides)
+
+
+def run_training(
+    config: MarlplugConfig,
+    *,
+    resume_dir: Path | None = None,
+    progress: bool | None = None,
+    updates: int | None = None,
+) -> RunResult:
+    """Train as ``config`` says; with ``resume_dir``, continue that run from its checkpoint.
+
+    Args:
+        config: the run's config (for a resume, the one stored in the run folder).
+        resume_dir: a run folder with a checkpoint to continue.
+        progress: show a progress bar (default: ``config.logging.progress``).
+        updates: stop after this many updates in total (default: ``config.train.updates``).
+    """
+    trainer = build_trainer(config)
+    history: list[tuple[int, float]] = []
+    if resume_dir is not None:
+        run_dir = resume_dir
+        state = load_checkpoint(run_dir / CHECKPOINT_NAME)
+        trainer.load_state_dict(state["trainer"])
+        history = [(int(f), float(r)) for f, r in state.get(HISTORY_KEY, [])]
+        restore_rng_states(state["rng"])
+    else:
+        run_dir = _new_run_dir(config)
+        (run_dir / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
+    total_updates = updates or config.train.updates
+    logger = make_logger(config.logging.backend, run_dir)
+    checkpoint = run_dir / CHECKPOINT_NAME
+    result = RunResult(
+        run_dir=run_dir,
+        checkpoint=checkpoint,
+        metrics_dir=run_dir / "metrics",
+        learning_curve=run_dir / "learning_curve.png",
+        history=history,
+    )
+    show = config.logging.progress if progress is None else progress
+    start_frames, start = trainer.frames, time.perf_counter()
+    with _progress(show, total_updates, trainer.update_index) as advance:
+        while trainer.update_index < total_updates:
+            stats = trainer.train_update()
+            for name, value in stats.flat().items():
+                logger.log_scalar(name, value, step=trainer.update_index)
+            if stats.mean_return is not None:
+                history.append((stats.frames, stats.mean_return))
+            result.last_stats = stats
+            if trainer.update_index % config.train.checkpoint_every == 0 or trainer.update_index == total_updates:
+                save_checkpoint(checkpoint, {"trainer": trainer.state_dict(), HISTORY_KEY: history})
+            advance(stats)
+    result.seconds = time.perf_counter() - start
+    result.frames = trainer.frames - start_frames
+    trainer.close()
+    plot_learning_curve(history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})")
+    return result
+
+
+class _progress:
+    """A rich progress bar with the live mean return, or nothing."""
+
+    def __init__(self, show: bool, total: int, completed: int) -> None:
+        self.show, self.total, self.completed = show, total, completed
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if self.show:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}"), TimeRemainingColumn(), transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("mean return: -", total=self.total, completed=self.completed)
+
+        def advance(stats: JointStats) -> None:
+            if self.bar is not None:
+                text = "-" if stats.mean_return is None else f"{stats.mean_return:.3f}"
+                self.bar.update(self.task, advance=1, description=f"mean return: {text}")
+
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,100 @@
+"""The redundancy penalty: the DESIGN.md formula, all pairs at once, gradients, reductions, stats."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from marlplug.config import load_config
+from marlplug.errors import ConfigError, UserError
+from marlplug.losses import RedundancyLoss, redundancy_all_pairs, redundancy_pair_loop
+
+
+def _formula(features: list[torch.Tensor], eps: float) -> float:
+    """The penalty written out entry by entry in float64, straight from DESIGN.md."""
+    rows = features[0].shape[0]
+    standardized = []
+    for z in features:
+        z = z.double()
+        mean = z.mean(0)
+        var = ((z - mean) ** 2).mean(0)  # population variance
+        standardized.append((z - mean) / torch.sqrt(var + eps))
+    total = 0.0
+    for i in range(len(features)):
+        for j in range(i + 1, len(features)):
+            c = standardized[i].T @ standardized[j] / rows
+            total += float((c**2).sum()) / (features[i].shape[1] * features[j].shape[1])
+    return total
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    widths=st.lists(st.integers(1, 6), min_size=2, max_size=5),
+    rows=st.integers(3, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_all_pairs_equals_the_formula_for_mixed_widths(widths: list[int], rows: int, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    features = [torch.randn(rows, d, generator=generator, dtype=torch.float64) for d in widths]
+    expected = _formula(features, eps=1e-5)
+    assert float(redundancy_all_pairs(features, eps=1e-5)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert float(redundancy_pair_loop(features, eps=1e-5)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_gradient_matches_float64_finite_differences() -> None:
+    generator = torch.Generator().manual_seed(0)
+    features = tuple(
+        torch.randn(7, d, generator=generator, dtype=torch.float64, requires_grad=True) for d in (2, 3, 3)
+    )
+    assert torch.autograd.gradcheck(
+        lambda *zs: redundancy_all_pairs(list(zs), coef=0.7, eps=1e-3), features, eps=1e-6, atol=1e-7
+    )
+
+
+def test_identical_features_and_independent_features() -> None:
+    hadamard = torch.tensor([[1.0]], dtype=torch.float64)
+    for _ in range(3):
+        hadamard = torch.cat([torch.cat([hadamard, hadamard], 1), torch.cat([hadamard, -hadamard], 1)])
+    z = hadamard[:, 1:5]  # zero-mean, mutually orthogonal columns
+    # Identical agents with uncorrelated columns: C = I, so each pair contributes ‖I‖²/16 = 4/16.
+    assert float(redundancy_all_pairs([z, z, z], eps=1e-12)) == pytest.approx(3 * 0.25, rel=1e-6)
+    # Independent features still score about 1/B per pair.
+    rows = 2000
+    features = [torch.randn(rows, 8, dtype=torch.float64) for _ in range(4)]
+    per_pair = float(redundancy_all_pairs(features)) / 6
+    assert per_pair == pytest.approx(1 / rows, rel=0.2)
+
+
+def test_pair_reduction_mean_divides_by_the_number_of_pairs() -> None:
+    features = [torch.randn(50, 3) for _ in range(4)]
+    total = RedundancyLoss(coef=2.0, pair_reduction="sum")(features)
+    mean = RedundancyLoss(coef=2.0, pair_reduction="mean")(features)
+    torch.testing.assert_close(mean, total / 6)
+
+
+def test_dead_feature_columns_are_counted() -> None:
+    features = [torch.randn(64, 5), torch.randn(64, 3)]
+    features[0][:, 1] = 0.3  # a constant (dead) unit
+    features[1][:, 2] = 1e-5 * torch.randn(64)  # a near-dead unit
+    assert int(RedundancyLoss(dead_threshold=1e-3).diagnostics(features)["dead_features"]) == 2
+
+
+def test_single_agent_is_zero_and_bad_shapes_are_user_errors() -> None:
+    assert float(redundancy_all_pairs([torch.randn(5, 3)])) == 0.0
+    with pytest.raises(UserError, match="same B"):
+        redundancy_all_pairs([torch.randn(5, 3), torch.randn(6, 3)])
+    with pytest.raises(UserError, match="pair_reduction"):
+        RedundancyLoss(pair_reduction="max")  # type: ignore[arg-type]
+
+
+def test_options_come_from_the_config() -> None:
+    config = load_config(data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "coef": 0.5}]})
+    options = config.losses[1].options
+    loss = RedundancyLoss(**options.model_dump())
+    assert loss.coef == 0.5 and loss.pair_reduction == "sum"
+    with pytest.raises(ConfigError, match=r"losses\[1\].pair_reduction"):
+        load_config(data={"losses": [{"name": "redundancy", "pair_reduction": "max"}]} | {
+            "losses": [{"name": "clip_ppo"}, {"name": "redundancy", "pair_reduction": "max"}]
+        })
