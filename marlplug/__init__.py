@@ -1,9 +1,48 @@
-"""marlplug: plugin-based multi-agent RL on TorchRL — joint PPO with coupled losses, coded training."""
+"""marlplug: plugin-based multi-agent RL on TorchRL — joint PPO with coupled losses, coded training.
+
+The names below are the public API. The torch-heavy ones are imported on first use, so ``import
+marlplug`` (which every plugin does) stays cheap and free of import cycles.
+
+Example:
+    >>> import marlplug
+    >>> env = marlplug.make_env("cooperative_navigation", agents=3, seed=0)
+    >>> sorted(env.group_map)
+    ['agent']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from marlplug.config import MarlplugConfig, Options, load_config
 from marlplug.errors import ConfigError, PluginError, UserError
 from marlplug.hookspecs import hookimpl, hookspec
 from marlplug.plugins import get_component, get_plugin_manager
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # environments
+    "make_env": "marlplug.envs",
+    "EnvScenario": "marlplug.envs",
+    # joint PPO
+    "JointPPOLoss": "marlplug.losses",
+    "AuxLoss": "marlplug.losses",
+    "RedundancyLoss": "marlplug.losses",
+    "JointActorCritic": "marlplug.models",
+    "JointMultiAgentTrainer": "marlplug.train",
+    "JointTrainerConfig": "marlplug.train",
+    "JointStats": "marlplug.train",
+    "JointEnv": "marlplug.train",
+    "JointStepResult": "marlplug.train",
+    "JointPolicy": "marlplug.train",
+    # coding
+    "CodingScheme": "marlplug.coding",
+    "make_decoder": "marlplug.coding",
+    "InvalidCodeError": "marlplug.coding",
+    "NotDecodableError": "marlplug.coding",
+}
 
 __all__ = [
     "ConfigError",
@@ -16,5 +55,15 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_config",
+    *_LAZY,
 ]
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'marlplug' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -9,6 +9,9 @@ import pytest
 
 from marlplug.cli.main import main
 
+# A package that fails to import on purpose; tests install it with pip, pytest must not import it.
+collect_ignore = ["plugins/broken_plugin"]
+
 
 @dataclass
 class CliResult:
