@@ -1,7 +1,9 @@
 """``marlplug bench envs``: joint env steps per second through the TorchRL env, per backend.
 
-Every backend runs the same scenarios side by side in one process, random actions, auto-resets
-included; the table reports the median of the repeats and VMAS's speed-up over PettingZoo/mpe.
+Both backends run the same scenario and agent count side by side in one process: the envs are
+built once, warmed up, then timed in interleaved trials (mpe, vmas, vmas, mpe, ...), so load
+from other processes on a shared machine hits both alike. Each row reports the median over
+its trials and VMAS's speed-up over PettingZoo/mpe (``ratio``, median over median).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any
 
 import click
 import torch
+from torchrl.envs import EnvBase
 
 from marlplug.envs.factory import available_envs, make_env
 
 SCENARIOS = ("cooperative_navigation", "predator_prey", "physical_deception", "keep_away")
-NUM_ENVS = {"mpe": 1, "vmas": 1024}
+BACKENDS = ("mpe", "vmas")
 
 
 def scenario_options(scenario: str, agents: int) -> dict[str, Any]:
@@ -27,48 +30,100 @@ def scenario_options(scenario: str, agents: int) -> dict[str, Any]:
     return {"agents": agents}
 
 
-def measure(
-    backend: str, scenario: str, agents: int, *, num_envs: int, steps: int, repeats: int
-) -> float:
-    """Median joint env steps per second (``num_envs * steps / seconds``) over ``repeats``."""
-    env = make_env(scenario, backend=backend, num_envs=num_envs, seed=0,
-                   **scenario_options(scenario, agents))
+def time_steps(env: EnvBase, tensordict: Any, steps: int) -> tuple[float, Any]:
+    """Seconds for ``steps`` random-action steps (auto-resets included), and the last state.
+
+    Steps the way a collector does (``rand_action`` then ``step_and_maybe_reset``), without
+    stacking the trajectory, so the time is the env's own.
+    """
+    start = time.perf_counter()
+    for _ in range(steps):
+        tensordict = env.rand_action(tensordict)
+        _, tensordict = env.step_and_maybe_reset(tensordict)
+    return time.perf_counter() - start, tensordict
+
+
+def compare(
+    scenario: str, agents: int, *, backends: tuple[str, ...], steps: int, trials: int,
+    vmas_envs: int,
+) -> list[dict[str, Any]]:
+    """Interleaved trials of every backend on one scenario; one row per backend.
+
+    Trial ``t`` runs the backends in order when ``t`` is even and in reverse when odd, so
+    neither always goes first. Each row carries its per-trial rates and the median.
+    """
+    num_envs = {backend: vmas_envs if backend == "vmas" else 1 for backend in backends}
+    envs, states = {}, {}
     torch.manual_seed(0)
     with torch.no_grad():
-        env.rollout(3, break_when_any_done=False)  # warm-up
-        rates = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            env.rollout(steps, break_when_any_done=False)
-            rates.append(num_envs * steps / (time.perf_counter() - start))
-    env.close()
-    return statistics.median(rates)
+        for backend in backends:
+            env = make_env(scenario, backend=backend, num_envs=num_envs[backend], seed=0,
+                           **scenario_options(scenario, agents))
+            _, states[backend] = time_steps(env, env.reset(), 3)  # warm-up
+            envs[backend] = env
+        rates: dict[str, list[float]] = {backend: [] for backend in backends}
+        for trial in range(trials):
+            for backend in backends if trial % 2 == 0 else tuple(reversed(backends)):
+                seconds, states[backend] = time_steps(envs[backend], states[backend], steps)
+                rates[backend].append(num_envs[backend] * steps / seconds)
+    for env in envs.values():
+        env.close()
+    medians = {backend: statistics.median(values) for backend, values in rates.items()}
+    ratio = (round(medians["vmas"] / medians["mpe"], 1)
+             if {"mpe", "vmas"} <= set(medians) else None)
+    return [
+        {
+            "backend": backend, "scenario": scenario, "agents": agents,
+            "num_envs": num_envs[backend], "steps_per_s": round(medians[backend], 1),
+            "trials": trials, "trial_steps_per_s": [round(rate, 1) for rate in rates[backend]],
+            "ratio": ratio,
+        }
+        for backend in backends
+    ]
 
 
 def run_benchmark(
-    *, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, repeats: int,
-    vmas_envs: int,
+    *, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, trials: int,
+    vmas_envs: int, threads: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure every installed backend on ``scenarios`` x ``agents``; one row per measurement."""
-    backends = [b for b in ("mpe", "vmas") if b in available_envs()]
-    rows: list[dict[str, Any]] = []
-    for scenario in scenarios:
-        for count in agents:
-            reference = None
-            for backend in backends:
-                num_envs = vmas_envs if backend == "vmas" else NUM_ENVS.get(backend, 1)
-                rate = measure(backend, scenario, count, num_envs=num_envs, steps=steps,
-                               repeats=repeats)
-                row: dict[str, Any] = {
-                    "backend": backend, "scenario": scenario, "agents": count,
-                    "num_envs": num_envs, "steps_per_s": round(rate, 1),
-                }
-                if backend == "mpe":
-                    reference = rate
-                elif reference:
-                    row["speedup_vs_mpe"] = round(rate / reference, 1)
-                rows.append(row)
+    """Measure every installed backend on ``scenarios`` x ``agents``; one row per measurement.
+
+    ``ratio`` is VMAS's median over mpe's median for the same scenario and agent count (``None``
+    when only one backend is installed). ``threads`` sets torch's intra-op threads for the run.
+
+    Examples:
+        >>> rows = run_benchmark(agents=(2,), scenarios=("keep_away",), steps=2, trials=1,
+        ...                      vmas_envs=4)
+        >>> sorted(rows[0])[:4]
+        ['agents', 'backend', 'num_envs', 'ratio']
+    """
+    backends = tuple(b for b in BACKENDS if b in available_envs())
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        rows: list[dict[str, Any]] = []
+        for scenario in scenarios:
+            for count in agents:
+                rows += compare(scenario, count, backends=backends, steps=steps, trials=trials,
+                                vmas_envs=vmas_envs)
+    finally:
+        torch.set_num_threads(previous)
+    for row in rows:
+        row["threads"] = threads if threads is not None else previous
     return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The human table: one line per row, the ratio on the vmas line."""
+    lines = [f"{'scenario':<24}{'M':>3}  {'backend':<6}{'num_envs':>9}{'steps/s':>12}"
+             f"{'trials':>8}{'vmas/mpe':>10}"]
+    for row in rows:
+        ratio = f"{row['ratio']:,.0f}x" if row["ratio"] is not None and row["backend"] == "vmas" else ""
+        lines.append(f"{row['scenario']:<24}{row['agents']:>3}  {row['backend']:<6}"
+                     f"{row['num_envs']:>9}{row['steps_per_s']:>12,.0f}{row['trials']:>8}"
+                     f"{ratio:>10}")
+    return "\n".join(lines)
 
 
 @click.command()
@@ -77,21 +132,24 @@ def run_benchmark(
               help="Numbers of agents M (repeat the option).")
 @click.option("--scenario", "scenarios", multiple=True, type=click.Choice(SCENARIOS),
               default=SCENARIOS, help="Scenarios to measure (repeat the option); default all.")
-@click.option("--steps", default=50, show_default=True, help="Steps per timed rollout.")
-@click.option("--repeats", default=3, show_default=True, help="Timed rollouts; the median counts.")
-@click.option("--vmas-envs", default=1024, show_default=True, help="Batch size on VMAS.")
+@click.option("--steps", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Env steps per timed trial.")
+@click.option("--trials", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Interleaved timed trials per backend; rows report the median.")
+@click.option("--vmas-envs", default=1024, show_default=True, type=click.IntRange(min=1),
+              help="Batch size on VMAS.")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
+              help="torch intra-op threads (1 avoids thread contention on shared machines).")
+@click.option("--quick", is_flag=True,
+              help="Smoke run in seconds: M = 3, 5 steps, 2 trials, 32 VMAS envs.")
 def envs(
-    as_json: bool, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, repeats: int,
-    vmas_envs: int,
+    as_json: bool, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, trials: int,
+    vmas_envs: int, threads: int, quick: bool,
 ) -> None:
-    """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, side by side."""
-    rows = run_benchmark(agents=agents, scenarios=scenarios, steps=steps, repeats=repeats,
-                         vmas_envs=vmas_envs)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    click.echo(f"{'scenario':<24}{'M':>3}  {'backend':<6}{'num_envs':>9}{'steps/s':>12}{'vs mpe':>9}")
-    for row in rows:
-        ratio = f"{row['speedup_vs_mpe']:.0f}x" if "speedup_vs_mpe" in row else ""
-        click.echo(f"{row['scenario']:<24}{row['agents']:>3}  {row['backend']:<6}"
-                   f"{row['num_envs']:>9}{row['steps_per_s']:>12,.0f}{ratio:>9}")
+    """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials."""
+    if quick:
+        # A smoke run of every scenario in seconds; the numbers are not meaningful.
+        agents, steps, trials, vmas_envs = (3,), 5, 2, 32
+    rows = run_benchmark(agents=agents, scenarios=scenarios, steps=steps, trials=trials,
+                         vmas_envs=vmas_envs, threads=threads)
+    click.echo(json.dumps(rows, indent=2) if as_json else format_table(rows))

@@ -51,11 +51,55 @@ def test_render_bad_config_and_checkpoint(run_cli: Callable[..., Any], tmp_path:
 
 def test_bench_envs_json_rows(run_cli: Callable[..., Any]) -> None:
     result = run_cli("bench", "envs", "--json", "--agents", "2", "--scenario", "keep_away",
-                     "--steps", "2", "--repeats", "1", "--vmas-envs", "4")
+                     "--steps", "2", "--trials", "3", "--vmas-envs", "4")
     assert result.exit_code == 0, result.err
     rows = json.loads(result.out)
-    assert [row["backend"] for row in rows] == [b for b in ("mpe", "vmas") if b in available_envs()]
+    backends = [b for b in ("mpe", "vmas") if b in available_envs()]
+    assert [row["backend"] for row in rows] == backends
     for row in rows:
-        assert {"backend", "scenario", "agents", "num_envs", "steps_per_s"} <= set(row)
+        assert {"backend", "scenario", "agents", "num_envs", "steps_per_s", "trials",
+                "trial_steps_per_s", "ratio", "threads"} <= set(row)
         assert row["scenario"] == "keep_away" and row["agents"] == 2 and row["steps_per_s"] > 0
+        assert row["trials"] == len(row["trial_steps_per_s"]) == 3
+        assert row["steps_per_s"] == sorted(row["trial_steps_per_s"])[1]  # the median
     assert rows[0]["num_envs"] == 1
+    if backends == ["mpe", "vmas"]:
+        assert rows[1]["num_envs"] == 4
+        expected = round(rows[1]["steps_per_s"] / rows[0]["steps_per_s"], 1)
+        assert abs(rows[0]["ratio"] - expected) <= 0.1 + 0.01 * expected
+        assert rows[0]["ratio"] == rows[1]["ratio"]
+
+
+def test_bench_envs_quick_table_shows_the_ratio(run_cli: Callable[..., Any]) -> None:
+    result = run_cli("bench", "envs", "--quick", "--scenario", "cooperative_navigation")
+    assert result.exit_code == 0, result.err
+    header, *lines = result.out.strip().splitlines()
+    assert "vmas/mpe" in header and "trials" in header
+    assert [line.split()[:3] for line in lines] == [
+        ["cooperative_navigation", "3", backend]
+        for backend in ("mpe", "vmas") if backend in available_envs()
+    ]
+    if "vmas" in available_envs():
+        assert lines[-1].rstrip().endswith("x")
+
+
+def test_render_acts_with_a_trained_checkpoint(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "env:\n  name: cooperative_navigation\n  agents: 2\n  max_steps: 5\n"
+        "algorithm:\n  hidden_size: 16\n  feature_dim: 8\n"
+        f"train:\n  updates: 1\n  rollout_steps: 20\n  minibatch_size: 10\n  n_epochs: 1\n"
+        f"logging:\n  dir: {tmp_path}\n  run_name: run\n  progress: false\n"
+    )
+    trained = run_cli("train", str(config))
+    assert trained.exit_code == 0, trained.err
+    checkpoint = tmp_path / "run" / "checkpoint.pt"
+    out = tmp_path / "greedy.gif"
+    result = run_cli("render", str(config), "--checkpoint", str(checkpoint), "--out", str(out))
+    assert result.exit_code == 0, result.err
+    assert "6 frames, greedy actions of" in result.out
+    assert imageio.mimread(out)[0].shape[:2] == (700, 700)
+    # A checkpoint trained for 2 agents does not fit a 3-agent env: one-line error, exit 2.
+    result = run_cli("render", str(config), "--set", "env.agents=3", "--checkpoint", str(checkpoint),
+                     "--out", str(tmp_path / "x.gif"))
+    assert result.exit_code == 2 and result.err.startswith("error: --checkpoint")

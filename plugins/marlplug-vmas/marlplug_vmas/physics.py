@@ -123,3 +123,14 @@ def uniform_positions(world: World, env_index: int | None, low: float, high: flo
     """Random positions for one env (``[1, 2]``) or all of them (``[batch, 2]``), like mpe2."""
     rows = 1 if env_index is not None else world.batch_dim
     return torch.empty((rows, world.dim_p), device=world.device).uniform_(low, high)
+
+
+def pairwise_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Euclidean distances between point sets: ``[batch, P, 2]`` x ``[batch, Q, 2]`` -> ``[batch, P, Q]``.
+
+    Computed coordinate by coordinate (exact, unlike ``torch.cdist``'s matrix-product mode for
+    large sets, and faster than a norm over a length-2 last dim).
+    """
+    dx = a[..., :, None, 0] - b[..., None, :, 0]
+    dy = a[..., :, None, 1] - b[..., None, :, 1]
+    return torch.hypot(dx, dy)

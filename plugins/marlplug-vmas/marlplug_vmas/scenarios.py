@@ -6,13 +6,21 @@ environments (every tensor has a leading ``[batch]`` dim).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
-from vmas.simulator.core import Agent, Landmark, World
+from vmas.simulator.core import Agent, World
 from vmas.simulator.scenario import BaseScenario
 
-from marlplug_vmas.physics import distance, mpe_agent, mpe_landmark, mpe_world, uniform_positions
+from marlplug_vmas.physics import (
+    distance,
+    mpe_agent,
+    mpe_landmark,
+    mpe_world,
+    pairwise_distance,
+    uniform_positions,
+)
 
 BLUE = (0.35, 0.35, 0.85)
 RED = (0.85, 0.35, 0.35)
@@ -22,7 +30,13 @@ TARGET_GREEN = (0.15, 0.65, 0.15)
 
 
 class _MpeLikeScenario(BaseScenario):
-    """Shared resets and helpers; ``place`` puts entities at rest for scripted situations."""
+    """Shared resets and helpers; ``place`` puts entities at rest for scripted situations.
+
+    VMAS asks for rewards and observations one agent at a time, always starting from the first
+    agent of the world. The scenarios compute every agent's reward (and observation) in one
+    batched pass on that first call and return slices for the others, so a step costs a fixed
+    number of tensor operations however many agents there are.
+    """
 
     world: World
     has_target = False
@@ -47,8 +61,46 @@ class _MpeLikeScenario(BaseScenario):
 
     def target_pos(self) -> torch.Tensor:
         """``[batch, 2]``: each env's target landmark position."""
-        positions = torch.stack([landmark.state.pos for landmark in self.world.landmarks], dim=1)
+        positions = self.landmark_positions()
         return positions[torch.arange(self.world.batch_dim, device=self.world.device), self.target_index]
+
+    def agent_positions(self) -> torch.Tensor:
+        """``[batch, agents, 2]``: every agent's position, in world order."""
+        return torch.stack([agent.state.pos for agent in self.world.agents], dim=1)
+
+    def agent_velocities(self) -> torch.Tensor:
+        """``[batch, agents, 2]``: every agent's velocity, in world order."""
+        return torch.stack([agent.state.vel for agent in self.world.agents], dim=1)
+
+    def landmark_positions(self) -> torch.Tensor:
+        """``[batch, landmarks, 2]``: every landmark's position."""
+        return torch.stack([landmark.state.pos for landmark in self.world.landmarks], dim=1)
+
+    def index_of(self, agent: Agent) -> int:
+        """The agent's position in ``world.agents``."""
+        if not hasattr(self, "_agent_index"):
+            self._agent_index = {a.name: i for i, a in enumerate(self.world.agents)}
+        return self._agent_index[agent.name]
+
+    def is_first(self, agent: Agent) -> bool:
+        """Whether VMAS is starting a new round of per-agent calls (rewards or observations)."""
+        return agent is self.world.agents[0]
+
+    def relative_views(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent's view of the landmarks and of the other agents, as mpe2 lists them.
+
+        Args:
+            positions: ``[batch, agents, 2]`` agent positions.
+
+        Returns:
+            ``[batch, agents, 2 * landmarks]`` landmark positions relative to each agent and
+            ``[batch, agents, 2 * (agents - 1)]`` other agents' positions relative to each agent
+            (others in world order, the agent itself left out).
+        """
+        batch, count = positions.shape[:2]
+        landmarks = self.landmark_positions().unsqueeze(1) - positions.unsqueeze(2)
+        others = positions[:, others_index(count, positions.device)] - positions.unsqueeze(2)
+        return landmarks.reshape(batch, count, -1), others.reshape(batch, count, -1)
 
     def place(
         self, agents: dict[str, Any], landmarks: Any = (), target: int | None = None
@@ -70,10 +122,13 @@ class _MpeLikeScenario(BaseScenario):
                 raise ValueError("this scenario has no target landmark")
             self.target_index = torch.full((batch,), target, device=self.world.device)
 
-    @staticmethod
-    def colliding(a: Agent | Landmark, b: Agent | Landmark) -> torch.Tensor:
-        """``[batch]`` bool: closer than the sum of radii (mpe2's ``is_collision``)."""
-        return distance(a.state.pos, b.state.pos) < a.shape.radius + b.shape.radius
+
+@functools.lru_cache(maxsize=64)
+def others_index(count: int, device: torch.device) -> torch.Tensor:
+    """``[count, count - 1]``: row ``i`` lists the other agents ``j != i`` in ascending order."""
+    columns = torch.arange(count, device=device).expand(count, count)
+    keep = ~torch.eye(count, dtype=torch.bool, device=device)
+    return columns[keep].reshape(count, count - 1)
 
 
 class CooperativeNavigationScenario(_MpeLikeScenario):
@@ -92,33 +147,32 @@ class CooperativeNavigationScenario(_MpeLikeScenario):
         self._reset_entities(env_index)
 
     def reward(self, agent: Agent) -> torch.Tensor:
-        if agent is self.world.agents[0]:
-            agent_pos = torch.stack([a.state.pos for a in self.world.agents], dim=1)
-            landmark_pos = torch.stack([lm.state.pos for lm in self.world.landmarks], dim=1)
-            closest = torch.cdist(landmark_pos, agent_pos).min(dim=-1).values
-            self.global_reward = -closest.sum(dim=-1)
-            # Every agent's collision count at once: pairs closer than the sum of radii (0.3).
+        if self.is_first(agent):
+            positions = self.agent_positions()
+            # Shared term: each landmark's distance to its closest agent, summed (once per step).
+            closest = pairwise_distance(self.landmark_positions(), positions).min(dim=-1).values
+            shared = -closest.sum(dim=-1, keepdim=True)
+            # Local term: every agent's collision count from one pairwise distance matrix.
             radius_sum = 2 * self.world.agents[0].shape.radius
-            overlapping = torch.cdist(agent_pos, agent_pos) < radius_sum
-            overlapping &= ~torch.eye(len(self.world.agents), dtype=torch.bool, device=agent_pos.device)
-            self.collisions = overlapping.sum(dim=-1).float()
-        index = self.world.agents.index(agent)
-        return 0.5 * self.global_reward - 0.5 * self.collisions[:, index]
+            overlapping = pairwise_distance(positions, positions) < radius_sum
+            overlapping &= ~torch.eye(positions.shape[1], dtype=torch.bool, device=positions.device)
+            self.rewards = 0.5 * shared - 0.5 * overlapping.sum(dim=-1).float()
+        return self.rewards[:, self.index_of(agent)]
 
     def observation(self, agent: Agent) -> torch.Tensor:
-        pos = agent.state.pos
-        others = [o for o in self.world.agents if o is not agent]
-        return torch.cat(
-            [agent.state.vel, pos]
-            + [lm.state.pos - pos for lm in self.world.landmarks]
-            + [o.state.pos - pos for o in others]
-            + [torch.zeros_like(pos) for _ in others],  # mpe2's (silent) communication slots
-            dim=-1,
-        )
+        if self.is_first(agent):
+            positions = self.agent_positions()
+            landmarks, others = self.relative_views(positions)
+            self.observations = torch.cat(
+                # mpe2's (silent) communication slots are the trailing zeros.
+                [self.agent_velocities(), positions, landmarks, others, torch.zeros_like(others)],
+                dim=-1,
+            )
+        return self.observations[:, self.index_of(agent)]
 
 
 def _arena_penalty(position: torch.Tensor) -> torch.Tensor:
-    """mpe2 simple_tag's penalty for leaving the arena, summed over both coordinates."""
+    """mpe2 simple_tag's penalty for leaving the arena, summed over the last (x, y) dim."""
     x = position.abs()
     penalty = torch.where(
         x < 0.9, torch.zeros_like(x),
@@ -159,25 +213,41 @@ class PredatorPreyScenario(_MpeLikeScenario):
         self._reset_entities(env_index, landmark_range=0.9)
 
     def reward(self, agent: Agent) -> torch.Tensor:
-        if agent.adversary:  # prey
-            caught = sum(self.colliding(predator, agent).float() for predator in self.predators)
-            return -10.0 * torch.as_tensor(caught) - _arena_penalty(agent.state.pos)
-        catches = sum(
-            self.colliding(runner, predator).float()
-            for runner in self.prey for predator in self.predators
-        )
-        return 10.0 * torch.as_tensor(catches) * torch.ones(self.world.batch_dim, device=self.world.device)
+        # World order: predators first, then prey.
+        predators = len(self.predators)
+        if self.is_first(agent):
+            positions = self.agent_positions()
+            predator_pos, prey_pos = positions[:, :predators], positions[:, predators:]
+            radius_sum = self.predators[0].shape.radius + self.prey[0].shape.radius
+            caught = (pairwise_distance(predator_pos, prey_pos) < radius_sum).float()  # [b, P, K]
+            catches = caught.sum(dim=(1, 2)).unsqueeze(-1).expand(-1, predators)
+            prey_rewards = -10.0 * caught.sum(dim=1) - _arena_penalty(prey_pos)
+            self.rewards = torch.cat([10.0 * catches, prey_rewards], dim=-1)
+        return self.rewards[:, self.index_of(agent)]
 
     def observation(self, agent: Agent) -> torch.Tensor:
-        pos = agent.state.pos
-        others = [o for o in self.world.agents if o is not agent]
-        return torch.cat(
-            [agent.state.vel, pos]
-            + [lm.state.pos - pos for lm in self.world.landmarks]
-            + [o.state.pos - pos for o in others]
-            + [o.state.vel for o in others if o.adversary],  # mpe2: velocities of the prey
-            dim=-1,
-        )
+        predators = len(self.predators)
+        if self.is_first(agent):
+            positions, velocities = self.agent_positions(), self.agent_velocities()
+            landmarks, others = self.relative_views(positions)
+            own = torch.cat([velocities, positions, landmarks, others], dim=-1)
+            prey_velocities = velocities[:, predators:]
+            batch, count = prey_velocities.shape[:2]
+            # mpe2 appends the velocities of the prey among the *other* agents.
+            self.predator_observations = torch.cat(
+                [own[:, :predators],
+                 prey_velocities.reshape(batch, 1, -1).expand(-1, predators, -1)],
+                dim=-1,
+            )
+            self.prey_observations = torch.cat(
+                [own[:, predators:],
+                 prey_velocities[:, others_index(count, positions.device)].reshape(batch, count, -1)],
+                dim=-1,
+            )
+        index = self.index_of(agent)
+        if index < predators:
+            return self.predator_observations[:, index]
+        return self.prey_observations[:, index - predators]
 
 
 class PhysicalDeceptionScenario(_MpeLikeScenario):
@@ -203,23 +273,26 @@ class PhysicalDeceptionScenario(_MpeLikeScenario):
         self._reset_entities(env_index)
 
     def reward(self, agent: Agent) -> torch.Tensor:
-        target = self.target_pos()
-        adversary_distance = sum(
-            distance(a.state.pos, target) for a in self.world.agents if a.adversary
-        )
-        if agent.adversary:
-            return -distance(agent.state.pos, target)
-        good = torch.stack(
-            [distance(a.state.pos, target) for a in self.world.agents if not a.adversary], dim=-1
-        )
-        return -good.min(dim=-1).values + torch.as_tensor(adversary_distance)
+        # World order: the adversary first, then the good agents.
+        if self.is_first(agent):
+            to_target = distance(self.agent_positions(), self.target_pos().unsqueeze(1))  # [b, M]
+            adversary_distance = to_target[:, :1]
+            good = -to_target[:, 1:].min(dim=-1, keepdim=True).values + adversary_distance
+            self.rewards = torch.cat(
+                [-adversary_distance, good.expand(-1, to_target.shape[1] - 1)], dim=-1
+            )
+        return self.rewards[:, self.index_of(agent)]
 
     def observation(self, agent: Agent) -> torch.Tensor:
-        pos = agent.state.pos
-        parts = [] if agent.adversary else [self.target_pos() - pos]
-        parts += [lm.state.pos - pos for lm in self.world.landmarks]
-        parts += [o.state.pos - pos for o in self.world.agents if o is not agent]
-        return torch.cat(parts, dim=-1)
+        if self.is_first(agent):
+            positions = self.agent_positions()
+            landmarks, others = self.relative_views(positions)
+            self.observations = torch.cat([landmarks, others], dim=-1)
+            self.target_views = self.target_pos().unsqueeze(1) - positions
+        index = self.index_of(agent)
+        if agent.adversary:
+            return self.observations[:, index]
+        return torch.cat([self.target_views[:, index], self.observations[:, index]], dim=-1)
 
 
 class KeepAwayScenario(_MpeLikeScenario):
@@ -239,6 +312,7 @@ class KeepAwayScenario(_MpeLikeScenario):
         for index in range(kwargs["landmarks"]):
             world.add_landmark(mpe_landmark(f"landmark {index}", size=0.08, color=GREY))
         self.target_index = torch.zeros(batch_dim, dtype=torch.long, device=device)
+        self.good_count = good
         return world
 
     def reset_world_at(self, env_index: int | None = None) -> None:
@@ -246,25 +320,25 @@ class KeepAwayScenario(_MpeLikeScenario):
         self._reset_entities(env_index)
 
     def reward(self, agent: Agent) -> torch.Tensor:
-        if agent is self.world.agents[0]:
-            target = self.target_pos()
-
-            def closest(team: list[Agent]) -> torch.Tensor:
-                return torch.stack([distance(a.state.pos, target) for a in team], -1).min(-1).values
-
-            good = [a for a in self.world.agents if not a.adversary]
-            adversaries = [a for a in self.world.agents if a.adversary]
-            self.team_reward = closest(adversaries) - closest(good)
+        if self.is_first(agent):
+            to_target = distance(self.agent_positions(), self.target_pos().unsqueeze(1))  # [b, M]
+            good, adversaries = to_target[:, :self.good_count], to_target[:, self.good_count:]
+            self.team_reward = adversaries.min(dim=-1).values - good.min(dim=-1).values
         return -self.team_reward if agent.adversary else self.team_reward
 
     def observation(self, agent: Agent) -> torch.Tensor:
-        pos = agent.state.pos
-        parts = [agent.state.vel, pos]
-        if not agent.adversary:
-            parts.append(self.target_pos() - pos)
-        parts += [lm.state.pos - pos for lm in self.world.landmarks]
-        parts += [o.state.pos - pos for o in self.world.agents if o is not agent]
-        return torch.cat(parts, dim=-1)
+        if self.is_first(agent):
+            positions = self.agent_positions()
+            landmarks, others = self.relative_views(positions)
+            self.head = torch.cat([self.agent_velocities(), positions], dim=-1)
+            self.tail = torch.cat([landmarks, others], dim=-1)
+            self.target_views = self.target_pos().unsqueeze(1) - positions
+        index = self.index_of(agent)
+        if agent.adversary:
+            return torch.cat([self.head[:, index], self.tail[:, index]], dim=-1)
+        return torch.cat(
+            [self.head[:, index], self.target_views[:, index], self.tail[:, index]], dim=-1
+        )
 
 
 __all__ = [

@@ -16,6 +16,13 @@ SMALL: dict[str, dict[str, Any]] = {
     "physical_deception": {"agents": 4, "landmarks": 3},
     "keep_away": {"agents": 5, "adversaries": 2, "landmarks": 3},
 }
+#: Larger teams: the batched reward/observation code indexes "every other agent" per agent.
+LARGE: dict[str, dict[str, Any]] = {
+    "cooperative_navigation": {"agents": 8},
+    "predator_prey": {"agents": 8, "adversaries": 3, "obstacles": 2},
+    "physical_deception": {"agents": 7, "landmarks": 4},
+    "keep_away": {"agents": 8, "adversaries": 3, "landmarks": 4},
+}
 KEYS = ["observation", "action", "reward", "done", "terminated", "truncated"]
 
 
@@ -50,25 +57,31 @@ def test_specs_match_the_mpe_backend(scenario: str, continuous: bool) -> None:
         assert mpe.full_done_spec[key].shape == vmas.full_done_spec[key].shape
 
 
-def _start(backend: str, scenario: str, continuous: bool) -> tuple[Any, EnvBase, Any]:
+def _start(
+    backend: str, scenario: str, continuous: bool, options: dict[str, Any]
+) -> tuple[Any, EnvBase, Any]:
     """Both backends from the same hand-placed state (positions on a fixed grid)."""
-    instance = get_scenario(scenario, backend=backend)(continuous_actions=continuous,
-                                                       **SMALL[scenario])
+    instance = get_scenario(scenario, backend=backend)(continuous_actions=continuous, **options)
     env = instance.make(num_envs=1, seed=0)
     tensordict = env.reset()
     names = [name for names in env.group_map.values() for name in names]
     agents = {name: (-0.7 + 0.33 * i, 0.25 * (-1) ** i) for i, name in enumerate(sorted(names))}
-    landmarks = [(-0.6 + 0.45 * i, -0.6) for i in range(4)]
+    landmarks = [(-0.6 + 0.45 * (i % 4), -0.6 - 0.3 * (i // 4)) for i in range(8)]
     target = 1 if scenario in {"physical_deception", "keep_away"} else None
     instance.place(env, agents=agents, landmarks=landmarks, target=target)
     return instance, env, tensordict
 
 
-@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize(
+    ("continuous", "sizes"), [(False, SMALL), (True, SMALL), (False, LARGE)],
+    ids=["discrete", "continuous", "discrete-large"],
+)
 @pytest.mark.parametrize("scenario", sorted(SMALL))
-def test_same_actions_give_the_same_trajectory(scenario: str, continuous: bool) -> None:
-    _, mpe, mpe_td = _start("mpe", scenario, continuous)
-    _, vmas, vmas_td = _start("vmas", scenario, continuous)
+def test_same_actions_give_the_same_trajectory(
+    scenario: str, continuous: bool, sizes: dict[str, dict[str, Any]]
+) -> None:
+    _, mpe, mpe_td = _start("mpe", scenario, continuous, sizes[scenario])
+    _, vmas, vmas_td = _start("vmas", scenario, continuous, sizes[scenario])
     generator = torch.Generator().manual_seed(0)
     for _ in range(6):
         for group in mpe.group_map:
@@ -84,7 +97,7 @@ def test_same_actions_give_the_same_trajectory(scenario: str, continuous: bool) 
             for key in ("observation", "reward"):
                 torch.testing.assert_close(
                     vmas_out["next", group, key][0], mpe_out["next", group, key],
-                    atol=1e-4, rtol=1e-4, msg=lambda m, g=group, k=key: f"{g}/{k}: {m}",
+                    atol=1e-4, rtol=1e-4, msg=f"{group}/{key} differs between backends",
                 )
         mpe_td, vmas_td = mpe_out["next"].clone(), vmas_out["next"].clone()
 
