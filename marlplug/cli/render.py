@@ -1,4 +1,8 @@
-"""``marlplug render CONFIG --out episode.gif``: one episode of the config's env as a GIF (mpe backend)."""
+"""``marlplug render CONFIG [--checkpoint PATH] --out episode.gif``: one episode of the config's env as a GIF.
+
+Rendered with the mpe backend; actions come from a trained policy's checkpoint (greedy by default,
+sampled with ``--sample``) or are random.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ from typing import Any
 
 import click
 import imageio.v2 as imageio
+from tensordict import TensorDictBase
+from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.config import MarlplugConfig, apply_override, read_config_file, validate_options
 from marlplug.envs import make_env, rollout_frames
-from marlplug.errors import UserError
+from marlplug.envs.render import Policy
 
 
 @click.command()
@@ -22,8 +28,10 @@ from marlplug.errors import UserError
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set env.agents=8 (repeatable).")
 @click.option("--fps", default=10, show_default=True, help="Frames per second of the GIF.")
+@click.option("--sample", is_flag=True,
+              help="With --checkpoint: sample actions from the policy instead of taking the most likely.")
 def render(
-    config_path: Path, checkpoint: Path | None, out: Path, overrides: tuple[str, ...], fps: int
+    config_path: Path, checkpoint: Path | None, out: Path, overrides: tuple[str, ...], fps: int, sample: bool
 ) -> None:
     """Write a GIF of one episode of CONFIG's environment (rendered with the mpe backend)."""
     raw = read_config_file(config_path)
@@ -31,16 +39,27 @@ def render(
         apply_override(raw, assignment)
     config = validate_options(MarlplugConfig, raw)
     assert isinstance(config, MarlplugConfig)
-    if checkpoint is not None:
-        # The trainer's checkpoint format is not part of this install yet; refuse rather than
-        # silently render random actions under a checkpoint's name.
-        raise UserError(f"--checkpoint {checkpoint}: loading policies from checkpoints is not "
-                        "supported yet; omit --checkpoint to render random actions")
     if config.env.backend != "mpe":
         click.echo(f"rendering '{config.env.name}' with the mpe backend (same scenario definition "
                    f"as '{config.env.backend}')", err=True)
     env = make_env(config.env.name, backend="mpe", seed=config.seed, **config.env.raw_options)
-    frames = rollout_frames(env)
+    policy: Policy | None = None
+    actions = "random actions"
+    if checkpoint is not None:
+        from marlplug.config import validate_components
+        from marlplug.train.checkpoint import load_policy
+
+        model = load_policy(checkpoint, env, validate_components(config))
+        exploration = ExplorationType.RANDOM if sample else ExplorationType.DETERMINISTIC
+        actions = f"{'sampled' if sample else 'greedy'} actions of {checkpoint}"
+
+        def act(tensordict: TensorDictBase) -> TensorDictBase:
+            with set_exploration_type(exploration):
+                return model.policy(tensordict)
+
+        policy = act
+
+    frames = rollout_frames(env, policy=policy)
     out.parent.mkdir(parents=True, exist_ok=True)
     imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
-    click.echo(f"wrote {out} ({len(frames)} frames, random actions)")
+    click.echo(f"wrote {out} ({len(frames)} frames, {actions})")

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 DEFAULT_CONFIG = "default.yaml"
+#: Updates averaged at each end of the run for the summary's start -> end comparison.
+SMOOTHING_UPDATES = 5
 
 
 def default_config_path() -> Path:
@@ -38,6 +40,12 @@ def train(config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path
     final = "-" if result.final_return is None else f"{result.final_return:.3f}"
     first = "-" if not result.history else f"{result.history[0][1]:.3f}"
     click.echo(f"mean return: {first} -> {final} over {result.frames} frames ({result.fps:.0f} frames/s)")
+    window = min(SMOOTHING_UPDATES, len(result.history) // 2)
+    if window > 0:
+        returns = [value for _, value in result.history]
+        start, end = sum(returns[:window]) / window, sum(returns[-window:]) / window
+        click.echo(f"mean return, first {window} vs last {window} updates: {start:.3f} -> {end:.3f} "
+                   f"({end - start:+.3f})")
     click.echo(f"run folder:     {result.run_dir}")
     click.echo(f"metrics:        {result.metrics_dir} ({config.logging.backend})")
     click.echo(f"checkpoint:     {result.checkpoint}")

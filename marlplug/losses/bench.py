@@ -2,6 +2,7 @@
 
 (a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
 (b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product.
+All implementations of one row are timed in interleaved rounds (medians), so load changes hit them alike.
 """
 
 from __future__ import annotations
@@ -34,14 +35,34 @@ OBSERVATION_DIM, N_ACTIONS = 18, 5
 
 def median_ms(function: Callable[[], object], *, repeats: int, warmup: int = 2) -> float:
     """Median wall time of ``function`` in milliseconds."""
+    return interleaved_median_ms({"f": function}, repeats=repeats, warmup=warmup)["f"]
+
+
+def interleaved_median_ms(
+    functions: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 2
+) -> dict[str, float]:
+    """Median wall time (ms) of each function, timed in interleaved rounds.
+
+    Every round runs each function once, so a change in machine load hits all of them alike.
+    """
     for _ in range(warmup):
-        function()
-    times = []
+        for function in functions.values():
+            function()
+    times: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
+    """The least work of an exact all-pairs penalty: ``‖G‖_F²`` of one Gram product of the
+    concatenated standardized features, in the cheaper orientation (``‖YᵀY‖_F = ‖YYᵀ‖_F``)."""
+    rows, columns = standardized.shape
+    gram = standardized.T @ standardized if columns <= rows else standardized @ standardized.T
+    return gram.square().sum()
 
 
 def _batch(model: JointActorCritic, rows: int) -> TensorDict:
@@ -109,9 +130,9 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
     ppo = PPO()
     joint_optimizer = ppo.make_optimizer(joint_loss, lr=1e-4)
     batch = _batch(model, rows)
-    joint_ms = median_ms(
-        lambda: ppo.update_step(joint_loss, joint_optimizer, batch, max_grad_norm=0.5), repeats=repeats
-    )
+
+    def joint_step() -> None:
+        ppo.update_step(joint_loss, joint_optimizer, batch, max_grad_norm=0.5)
 
     separate = _separate_losses(n_agents, hidden)
     agent_batches = _agent_batches(batch)
@@ -128,17 +149,24 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
             torch.nn.utils.clip_grad_norm_(loss.parameters(), 0.5)
         separate_optimizer.step()
 
-    separate_ms = median_ms(separate_step, repeats=repeats)
-
     features = [torch.randn(rows, hidden, requires_grad=True) for _ in range(n_agents)]
+    standardized = standardize_columns(torch.cat([f.detach() for f in features], 1), 1e-5).requires_grad_()
 
     def backward(function: Callable[[], torch.Tensor]) -> Callable[[], None]:
         return lambda: function().backward()
 
-    redundancy_ms = median_ms(backward(lambda: redundancy_all_pairs(features)), repeats=repeats)
-    pairloop_ms = median_ms(backward(lambda: redundancy_pair_loop(features)), repeats=max(3, repeats // 3))
-    standardized = standardize_columns(torch.cat([f.detach() for f in features], 1), 1e-5).requires_grad_()
-    floor_ms = median_ms(backward(lambda: (standardized.T @ standardized).square().sum()), repeats=repeats)
+    timings = interleaved_median_ms(
+        {
+            "joint": joint_step,
+            "separate": separate_step,
+            "redundancy": backward(lambda: redundancy_all_pairs(features)),
+            "pairloop": backward(lambda: redundancy_pair_loop(features)),
+            "floor": backward(lambda: gram_floor(standardized)),
+        },
+        repeats=repeats,
+    )
+    joint_ms, separate_ms = timings["joint"], timings["separate"]
+    redundancy_ms, pairloop_ms, floor_ms = timings["redundancy"], timings["pairloop"], timings["floor"]
     return {
         "agents": n_agents,
         "joint_ms": round(joint_ms, 3),
@@ -148,6 +176,8 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
         "redundancy_pairloop_ms": round(pairloop_ms, 3),
         "redundancy_floor_ms": round(floor_ms, 3),
         "redundancy_ratio": round(redundancy_ms / joint_ms, 3),
+        "redundancy_vs_pairloop": round(pairloop_ms / redundancy_ms, 3),
+        "redundancy_vs_floor": round(redundancy_ms / floor_ms, 3),
     }
 
 

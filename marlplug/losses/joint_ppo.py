@@ -50,6 +50,18 @@ def _per_agent_standardize(advantage: torch.Tensor, eps: float) -> torch.Tensor:
     return (advantage - mean) / std.clamp_min(eps)
 
 
+def _entropy(distribution: Any) -> torch.Tensor:
+    """The distribution's entropy; a one-sample estimate ``-log p(x)`` where it has no closed form.
+
+    TanhNormal (continuous actions) has none; TorchRL's ClipPPOLoss estimates it the same way.
+    """
+    try:
+        return distribution.entropy()
+    except NotImplementedError:
+        sample = distribution.rsample()
+        return -distribution.log_prob(sample)
+
+
 class JointPPOLoss(LossModule):
     """Clipped PPO for every agent of every group, plus auxiliary losses on all encoder features.
 
@@ -322,7 +334,7 @@ class JointPPOLoss(LossModule):
         clipped_log_ratio = log_ratio.clamp(low, high)
         surrogate = torch.minimum(ratio * advantage, clipped_log_ratio.exp() * advantage)
         policy_loss = -surrogate.mean(dim=0)
-        entropy = distribution.entropy().reshape(-1, n_agents).mean(dim=0)
+        entropy = _entropy(distribution).reshape(-1, n_agents).mean(dim=0)
 
         target = tensordict.get((group, keys.value_target)).reshape(-1, n_agents)
         value = critic(tensordict.select(*critic.in_keys)).get((group, keys.value))

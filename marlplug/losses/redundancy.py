@@ -64,12 +64,14 @@ def redundancy_all_pairs(
         return features[0].sum() * 0.0
     rows = features[0].shape[0]
     widths = [z.shape[1] for z in features]
-    standardized = standardize_columns(torch.cat(features, dim=1), eps)
-    # Scaling agent i's columns by 1/sqrt(d_i) folds the 1/(d_i·d_j) normalization into the Gram.
+    concatenated = torch.cat(features, dim=1)
+    var, mean = torch.var_mean(concatenated, dim=0, correction=0, keepdim=True)
+    # Scaling agent i's columns by 1/sqrt(d_i) folds the 1/(d_i·d_j) normalization into the Gram;
+    # folding it into the standardization's scale saves a pass over the features.
     column_scale = torch.cat(
-        [standardized.new_full((width,), 1.0 / math.sqrt(width)) for width in widths]
+        [concatenated.new_full((width,), 1.0 / math.sqrt(width)) for width in widths]
     )
-    scaled = standardized * column_scale
+    scaled = (concatenated - mean) * (torch.rsqrt(var + eps) * column_scale)
     # ‖YᵀY‖_F = ‖YYᵀ‖_F: take the smaller Gram.
     gram = scaled.T @ scaled if scaled.shape[1] <= rows else scaled @ scaled.T
     everything = gram.square().sum()

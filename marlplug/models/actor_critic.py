@@ -11,19 +11,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
-from tensordict.nn import TensorDictModule, TensorDictSequential
+from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 from torch import nn
 from torch.distributions import Categorical
 from torchrl.envs import EnvBase
-from torchrl.modules import ProbabilisticActor
+from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
 from marlplug.errors import UserError
+from marlplug.models.rollout_policy import CategoricalRolloutPolicy
 from marlplug.models.stacked import StackedLinear, StackedMLP
 
 #: Key names inside a group, shared with :class:`marlplug.losses.JointPPOLoss`'s defaults.
 OBSERVATION = "observation"
 FEATURES = "features"
 LOGITS = "logits"
+LOC = "loc"
+SCALE = "scale"
 ACTION = "action"
 ACTION_LOG_PROB = "action_log_prob"
 STATE_VALUE = "state_value"
@@ -33,23 +36,48 @@ STATE_VALUE = "state_value"
 class GroupSpec:
     """What a group's networks need to know about its agents.
 
+    Discrete actions: ``n_actions`` choices per agent. Continuous actions (``continuous=True``):
+    ``n_actions`` is the width of each agent's action vector, bounded by ``action_low`` and
+    ``action_high`` (one entry per dimension, the same for every agent of the group).
+
     Examples:
-        >>> GroupSpec(group="agent", agent_names=("agent_0", "agent_1"), observation_dim=18, n_actions=5)
-        GroupSpec(group='agent', agent_names=('agent_0', 'agent_1'), observation_dim=18, n_actions=5)
+        >>> spec = GroupSpec(group="agent", agent_names=("agent_0", "agent_1"), observation_dim=18, n_actions=5)
+        >>> spec.n_agents, spec.continuous
+        (2, False)
+        >>> GroupSpec(group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True,
+        ...           action_low=(-1.0, -1.0), action_high=(1.0, 1.0)).continuous
+        True
     """
 
     group: str
     agent_names: tuple[str, ...]
     observation_dim: int
     n_actions: int
+    continuous: bool = False
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.continuous and not (len(self.action_low) == len(self.action_high) == self.n_actions):
+            raise UserError(
+                f"group '{self.group}': continuous actions need action_low and action_high with "
+                f"{self.n_actions} entries, got {len(self.action_low)} and {len(self.action_high)}"
+            )
 
     @property
     def n_agents(self) -> int:
         return len(self.agent_names)
 
 
+def _bounds(values: torch.Tensor, group: str, what: str) -> tuple[float, ...]:
+    per_dimension = values.reshape(-1, values.shape[-1])
+    if not torch.equal(per_dimension, per_dimension[:1].expand_as(per_dimension)):
+        raise UserError(f"group '{group}': action {what} bounds differ between agents; not supported")
+    return tuple(float(v) for v in per_dimension[0])
+
+
 def group_specs_from_env(env: EnvBase) -> list[GroupSpec]:
-    """Read every agent group's sizes from a TorchRL multi-agent env with discrete actions."""
+    """Read every agent group's sizes (and action kind and bounds) from a TorchRL multi-agent env."""
     group_map: Mapping[str, Sequence[str]] | None = getattr(env, "group_map", None)
     if not group_map:
         raise UserError("env has no group_map; marlplug needs a multi-agent TorchRL env")
@@ -59,24 +87,46 @@ def group_specs_from_env(env: EnvBase) -> list[GroupSpec]:
         action_spec = env.full_action_spec[group, ACTION]
         space = getattr(action_spec, "space", None)
         n_actions = getattr(space, "n", None)
-        if n_actions is None:
-            raise UserError(
-                f"group '{group}': marlplug's actor supports discrete actions only, got "
-                f"{type(action_spec).__name__}; make the env with categorical actions"
-            )
-        specs.append(
-            GroupSpec(
+        low, high = getattr(space, "low", None), getattr(space, "high", None)
+        if n_actions is not None:
+            if action_spec.shape[-1:] != (len(names),):
+                raise UserError(
+                    f"group '{group}': one-hot discrete actions are not supported; make the env with "
+                    "categorical actions"
+                )
+            spec = GroupSpec(
                 group=group,
                 agent_names=tuple(names),
                 observation_dim=int(observation_spec.shape[-1]),
                 n_actions=int(n_actions),
             )
-        )
+        elif isinstance(low, torch.Tensor) and isinstance(high, torch.Tensor):
+            spec = GroupSpec(
+                group=group,
+                agent_names=tuple(names),
+                observation_dim=int(observation_spec.shape[-1]),
+                n_actions=int(action_spec.shape[-1]),
+                continuous=True,
+                action_low=_bounds(low, group, "low"),
+                action_high=_bounds(high, group, "high"),
+            )
+        else:
+            raise UserError(
+                f"group '{group}': marlplug's actor needs categorical or bounded continuous actions, "
+                f"got {type(action_spec).__name__}"
+            )
+        specs.append(spec)
     return specs
 
 
 class GroupActorCritic(nn.Module):
-    """One group's encoder, categorical policy head and critic, all stacked over its agents.
+    """One group's encoder, policy head and critic, all stacked over its agents.
+
+    Discrete actions get a categorical head; continuous ones (``spec.continuous``) a TanhNormal over
+    the env's action bounds. :attr:`actor` is the ``ProbabilisticActor`` the loss uses (it writes the
+    encoder features on the way); :attr:`rollout_policy` is what the collector runs: the same
+    networks, and for discrete actions a lean :class:`CategoricalRolloutPolicy` without the
+    per-step wrapper overhead.
 
     Args:
         spec: the group's agents and sizes.
@@ -118,19 +168,48 @@ class GroupActorCritic(nn.Module):
             in_keys=[(group, OBSERVATION)],
             out_keys=[(group, FEATURES)],
         )
-        self.policy_head = TensorDictModule(
-            StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions),
-            in_keys=[(group, FEATURES)],
-            out_keys=[(group, LOGITS)],
-        )
-        self.actor = ProbabilisticActor(
-            TensorDictSequential(self.encoder, self.policy_head),
-            in_keys={"logits": (group, LOGITS)},
-            out_keys=[(group, ACTION)],
-            distribution_class=Categorical,
-            return_log_prob=True,
-            log_prob_key=(group, ACTION_LOG_PROB),
-        )
+        if spec.continuous:
+            # Like TorchRL's MAPPO tutorial for VMAS: loc and scale per action dimension, a
+            # TanhNormal squashed into the env's action bounds.
+            self.policy_head = TensorDictModule(
+                nn.Sequential(
+                    StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=2 * spec.n_actions),
+                    NormalParamExtractor(),
+                ),
+                in_keys=[(group, FEATURES)],
+                out_keys=[(group, LOC), (group, SCALE)],
+            )
+            self.actor = ProbabilisticActor(
+                TensorDictSequential(self.encoder, self.policy_head),
+                in_keys={"loc": (group, LOC), "scale": (group, SCALE)},
+                out_keys=[(group, ACTION)],
+                distribution_class=TanhNormal,
+                distribution_kwargs={
+                    "low": torch.tensor(spec.action_low),
+                    "high": torch.tensor(spec.action_high),
+                },
+                return_log_prob=True,
+                log_prob_key=(group, ACTION_LOG_PROB),
+            )
+            self.rollout_policy: TensorDictModuleBase = self.actor
+        else:
+            self.policy_head = TensorDictModule(
+                StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions),
+                in_keys=[(group, FEATURES)],
+                out_keys=[(group, LOGITS)],
+            )
+            self.actor = ProbabilisticActor(
+                TensorDictSequential(self.encoder, self.policy_head),
+                in_keys={"logits": (group, LOGITS)},
+                out_keys=[(group, ACTION)],
+                distribution_class=Categorical,
+                distribution_kwargs={"validate_args": False},
+                return_log_prob=True,
+                log_prob_key=(group, ACTION_LOG_PROB),
+            )
+            self.rollout_policy = CategoricalRolloutPolicy(
+                self.encoder.module, self.policy_head.module, group=group
+            )
         self.critic = TensorDictModule(
             StackedMLP(
                 n_agents=spec.n_agents,
@@ -185,7 +264,7 @@ class JointActorCritic(nn.Module):
                 for spec in specs
             }
         )
-        self.policy = TensorDictSequential(*(nets.actor for nets in self._group_nets()))
+        self.policy = TensorDictSequential(*(nets.rollout_policy for nets in self._group_nets()))
 
     @classmethod
     def from_env(
@@ -196,7 +275,7 @@ class JointActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
     ) -> JointActorCritic:
-        """Build networks sized for ``env``'s groups (discrete actions)."""
+        """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
         return cls(
             group_specs_from_env(env),
             hidden_size=hidden_size,

@@ -70,7 +70,9 @@ def per_agent_grad_norms(groups: Sequence[AgentGroupParameters]) -> torch.Tensor
         squared = torch.zeros(group.n_agents, dtype=torch.float64)
         for param in group.params:
             if param.grad is not None:
-                squared = squared + _per_agent_view(param.grad, group.n_agents).double().square().sum(1)
+                # Accumulates in float64 inside the reduction, without a float64 copy of the gradient.
+                view = _per_agent_view(param.grad, group.n_agents)
+                squared += torch.linalg.vector_norm(view, dim=1, dtype=torch.float64).square()
         norms.append(squared.sqrt())
     return torch.cat(norms)
 
@@ -96,6 +98,7 @@ def clip_grad_norm_per_agent_(
     finite = torch.isfinite(norms)
     coefficients = (max_norm / (norms + 1e-6)).clamp(max=1.0)
     coefficients = torch.where(finite, coefficients, torch.zeros_like(coefficients))
+    all_finite = bool(finite.all())
     start = 0
     for group in groups:
         coef = coefficients[start : start + group.n_agents]
@@ -105,6 +108,9 @@ def clip_grad_norm_per_agent_(
             if param.grad is None:
                 continue
             grad = param.grad
+            if all_finite:  # the usual case: scale in place
+                grad.mul_(_broadcastable(coef, grad).to(grad.dtype))
+                continue
             scaled = grad * _broadcastable(coef, grad).to(grad.dtype)
             param.grad = torch.where(_broadcastable(ok, grad), scaled, torch.zeros_like(grad))
     return norms, finite
@@ -135,6 +141,29 @@ def adam_update(
     denom = (new_exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add(eps)
     new_param = param - step_size * (new_exp_avg / denom)
     return new_param, new_exp_avg, new_exp_avg_sq, step
+
+
+def adam_update_(
+    param: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    step: torch.Tensor,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+) -> None:
+    """:func:`adam_update` in place (``param``, ``exp_avg``, ``exp_avg_sq``), bit for bit the same values."""
+    beta1, beta2 = betas
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    steps = step.double()
+    bias_correction1 = 1 - beta1**steps
+    bias_correction2_sqrt = (1 - beta2**steps).sqrt()
+    step_size = _broadcastable((lr / bias_correction1).to(param.dtype), param)
+    denom = (exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add_(eps)
+    param.sub_(step_size * (exp_avg / denom))
 
 
 class AgentAdam(torch.optim.Optimizer):
@@ -201,6 +230,20 @@ class AgentAdam(torch.optim.Optimizer):
                     state["exp_avg"] = torch.zeros_like(param)
                     state["exp_avg_sq"] = torch.zeros_like(param)
                 new_step = state["step"] + mask.to(torch.float32)
+                if bool(mask.all()):
+                    # Every agent steps: the same math in place, without masking copies.
+                    adam_update_(
+                        param,
+                        param.grad,
+                        state["exp_avg"],
+                        state["exp_avg_sq"],
+                        new_step,
+                        lr=group["lr"],
+                        betas=group["betas"],
+                        eps=group["eps"],
+                    )
+                    state["step"] = new_step
+                    continue
                 new_param, new_exp_avg, new_exp_avg_sq, _ = adam_update(
                     param,
                     param.grad,

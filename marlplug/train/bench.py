@@ -2,14 +2,17 @@
 
 The plain pipeline is written the way TorchRL's multi-agent PPO tutorial writes it (MultiAgentMLP
 policy and centralized critic, ClipPPOLoss, GAE, Collector, ReplayBuffer, Adam), on the same env,
-settings and frame budget.
+PPO settings, network sizes, epochs, minibatches, torch threads and frame budget. Trials alternate
+which side runs first; medians are reported with every trial's numbers.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 
 import click
 import torch
@@ -27,18 +30,36 @@ from marlplug.train.run import run_training
 from marlplug.train.trainer import episode_returns
 
 
-def plain_torchrl_mappo(
-    *, agents: int, updates: int, frames_per_batch: int, minibatch: int, epochs: int, seed: int
-) -> tuple[float, float | None]:
+@dataclass(frozen=True)
+class BenchSettings:
+    """What both pipelines share: env size, frame budget, optimization and network settings."""
+
+    agents: int = 3
+    updates: int = 5
+    frames_per_batch: int = 1000
+    minibatch: int = 250
+    epochs: int = 4
+    hidden: int = 64
+    lr: float = 1e-3
+    clip_epsilon: float = 0.2
+    clip_value: float = 0.2
+    entropy_coeff: float = 0.01
+    critic_coeff: float = 0.5
+    max_grad_norm: float = 0.5
+    gamma: float = 0.99
+    lmbda: float = 0.95
+
+
+def plain_torchrl_mappo(settings: BenchSettings, *, seed: int) -> tuple[float, float | None]:
     """Train like TorchRL's MAPPO tutorial; returns (frames per second, final mean return)."""
     torch.manual_seed(seed)
+    agents, group = settings.agents, "agent"
     env = make_env("cooperative_navigation", agents=agents, seed=seed)
-    group = "agent"
     observation_dim = env.observation_spec[group, "observation"].shape[-1]
     n_actions = env.full_action_spec[group, "action"].space.n
     policy_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim, n_agent_outputs=n_actions, n_agents=agents,
-        centralized=False, share_params=False, depth=2, num_cells=64, activation_class=torch.nn.Tanh,
+        n_agent_inputs=observation_dim, n_agent_outputs=n_actions, n_agents=agents, centralized=False,
+        share_params=False, depth=2, num_cells=settings.hidden, activation_class=torch.nn.Tanh,
     )
     policy = ProbabilisticActor(
         TensorDictModule(policy_net, in_keys=[(group, "observation")], out_keys=[(group, "logits")]),
@@ -46,22 +67,26 @@ def plain_torchrl_mappo(
         distribution_class=Categorical, return_log_prob=True, log_prob_key=(group, "action_log_prob"),
     )
     critic_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim, n_agent_outputs=1, n_agents=agents,
-        centralized=True, share_params=False, depth=2, num_cells=64, activation_class=torch.nn.Tanh,
+        n_agent_inputs=observation_dim, n_agent_outputs=1, n_agents=agents, centralized=True,
+        share_params=False, depth=2, num_cells=settings.hidden, activation_class=torch.nn.Tanh,
     )
     critic = TensorDictModule(critic_net, in_keys=[(group, "observation")], out_keys=[(group, "state_value")])
+    frames_per_batch = settings.frames_per_batch
     collector = Collector(env, policy, frames_per_batch=frames_per_batch,
-                          total_frames=frames_per_batch * updates, auto_register_policy_transforms=False)
+                          total_frames=frames_per_batch * settings.updates, auto_register_policy_transforms=False)
     replay_buffer = ReplayBuffer(storage=LazyTensorStorage(frames_per_batch),
-                                 sampler=SamplerWithoutReplacement(), batch_size=minibatch)
-    loss_module = ClipPPOLoss(actor_network=policy, critic_network=critic, clip_epsilon=0.2,
-                              entropy_coeff=0.01, normalize_advantage=False, loss_critic_type="l2")
+                                 sampler=SamplerWithoutReplacement(), batch_size=settings.minibatch)
+    loss_module = ClipPPOLoss(actor_network=policy, critic_network=critic, clip_epsilon=settings.clip_epsilon,
+                              clip_value=settings.clip_value, entropy_coeff=settings.entropy_coeff,
+                              critic_coeff=settings.critic_coeff, normalize_advantage=True,
+                              normalize_advantage_exclude_dims=(-2,),
+                              loss_critic_type="l2")
     loss_module.set_keys(reward=(group, "reward"), action=(group, "action"),
                          sample_log_prob=(group, "action_log_prob"), value=(group, "state_value"),
                          done=(group, "done"), terminated=(group, "terminated"),
                          advantage=(group, "advantage"), value_target=(group, "value_target"))
-    loss_module.make_value_estimator(ValueEstimators.GAE, gamma=0.99, lmbda=0.95)
-    optimizer = torch.optim.Adam(loss_module.parameters(), lr=1e-3)
+    loss_module.make_value_estimator(ValueEstimators.GAE, gamma=settings.gamma, lmbda=settings.lmbda)
+    optimizer = torch.optim.Adam(loss_module.parameters(), lr=settings.lr)
     final_return = None
     start = time.perf_counter()
     for tensordict_data in collector:
@@ -69,13 +94,13 @@ def plain_torchrl_mappo(
             loss_module.value_estimator(tensordict_data, params=loss_module.critic_network_params,
                                         target_params=loss_module.target_critic_network_params)
         replay_buffer.extend(tensordict_data.reshape(-1))
-        for _ in range(epochs):
-            for _ in range(frames_per_batch // minibatch):
+        for _ in range(settings.epochs):
+            for _ in range(frames_per_batch // settings.minibatch):
                 subdata = replay_buffer.sample()
                 loss_vals = loss_module(subdata)
                 loss_value = loss_vals["loss_objective"] + loss_vals["loss_critic"] + loss_vals["loss_entropy"]
                 loss_value.backward()
-                torch.nn.utils.clip_grad_norm_(loss_module.parameters(), 0.5)
+                torch.nn.utils.clip_grad_norm_(loss_module.parameters(), settings.max_grad_norm)
                 optimizer.step()
                 optimizer.zero_grad()
         collector.update_policy_weights_()
@@ -83,46 +108,78 @@ def plain_torchrl_mappo(
         final_return = float(returns.mean()) if returns.numel() else final_return
     seconds = time.perf_counter() - start
     collector.shutdown()
-    return frames_per_batch * updates / seconds, final_return
+    return frames_per_batch * settings.updates / seconds, final_return
+
+
+def marlplug_train(settings: BenchSettings, *, seed: int, threads: int) -> tuple[float, float | None]:
+    """``marlplug train`` (checkpoints, CSV metrics included) with the same settings."""
+    with tempfile.TemporaryDirectory() as folder:
+        config = load_config(
+            data={"seed": seed, "env": {"name": "cooperative_navigation", "agents": settings.agents},
+                  "losses": [{"name": "clip_ppo", "clip_range": settings.clip_epsilon,
+                              "clip_range_vf": settings.clip_value, "ent_coef": settings.entropy_coeff,
+                              "vf_coef": settings.critic_coeff}]},
+            overrides=[
+                f"train.updates={settings.updates}", f"train.rollout_steps={settings.frames_per_batch}",
+                f"train.minibatch_size={settings.minibatch}", f"train.n_epochs={settings.epochs}",
+                "train.iterate_all_minibatches=true", f"train.lr={settings.lr}",
+                f"train.max_grad_norm={settings.max_grad_norm}", f"train.gamma={settings.gamma}",
+                f"train.gae_lambda={settings.lmbda}", f"train.torch_threads={threads}",
+                f"logging.dir={folder}", "logging.progress=false",
+                f"algorithm.hidden_size={settings.hidden}", f"algorithm.feature_dim={settings.hidden}",
+            ],
+        )
+        result = run_training(config)
+    return result.fps, result.final_return
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 @click.command()
 @click.option("--agents", default=3, show_default=True)
-@click.option("--updates", default=5, show_default=True)
+@click.option("--updates", default=5, show_default=True, help="Updates (rollouts) per trial and side.")
 @click.option("--frames-per-batch", default=1000, show_default=True)
 @click.option("--minibatch", default=250, show_default=True)
 @click.option("--epochs", default=4, show_default=True)
-@click.option("--seed", default=0, show_default=True)
+@click.option("--trials", default=3, show_default=True, help="Interleaved trials; medians are reported.")
+@click.option("--threads", default=1, show_default=True, help="torch threads, the same for both sides.")
+@click.option("--seed", default=0, show_default=True, help="Trial t uses seed + t on both sides.")
 @click.option("--json", "as_json", is_flag=True, help="Print marlplug_fps, torchrl_fps, ratio, returns.")
-def train(agents: int, updates: int, frames_per_batch: int, minibatch: int, epochs: int, seed: int,
-          as_json: bool) -> None:
+def train(agents: int, updates: int, frames_per_batch: int, minibatch: int, epochs: int, trials: int,
+          threads: int, seed: int, as_json: bool) -> None:
     """`marlplug train` vs a plain TorchRL MAPPO pipeline: frames/s and final mean return."""
-    torch.set_num_threads(1)
-    with tempfile.TemporaryDirectory() as folder:
-        config = load_config(
-            data={"seed": seed, "env": {"name": "cooperative_navigation", "agents": agents}},
-            overrides=[
-                f"train.updates={updates}", f"train.rollout_steps={frames_per_batch}",
-                f"train.minibatch_size={minibatch}", f"train.n_epochs={epochs}",
-                "train.iterate_all_minibatches=true", "train.lr=0.001", f"logging.dir={folder}",
-                "logging.progress=false", "algorithm.hidden_size=64", "algorithm.feature_dim=64",
-            ],
-        )
-        result = run_training(config)
-    torchrl_fps, torchrl_return = plain_torchrl_mappo(
-        agents=agents, updates=updates, frames_per_batch=frames_per_batch, minibatch=minibatch,
-        epochs=epochs, seed=seed,
-    )
+    torch.set_num_threads(threads)
+    settings = BenchSettings(agents=agents, updates=updates, frames_per_batch=frames_per_batch,
+                             minibatch=minibatch, epochs=epochs)
+    runs: dict[str, list[tuple[float, float | None]]] = {"marlplug": [], "torchrl": []}
+    for trial in range(trials):
+        order = ["marlplug", "torchrl"] if trial % 2 == 0 else ["torchrl", "marlplug"]
+        for side in order:
+            if side == "marlplug":
+                runs[side].append(marlplug_train(settings, seed=seed + trial, threads=threads))
+            else:
+                runs[side].append(plain_torchrl_mappo(settings, seed=seed + trial))
+    marlplug_fps = statistics.median(fps for fps, _ in runs["marlplug"])
+    torchrl_fps = statistics.median(fps for fps, _ in runs["torchrl"])
     out = {
-        "marlplug_fps": round(result.fps, 1),
+        "marlplug_fps": round(marlplug_fps, 1),
         "torchrl_fps": round(torchrl_fps, 1),
-        "ratio": round(result.fps / torchrl_fps, 3),
-        "marlplug_final_return": result.final_return,
-        "torchrl_final_return": torchrl_return,
-        "frames": frames_per_batch * updates,
+        "ratio": round(marlplug_fps / torchrl_fps, 3),
+        "marlplug_final_return": _median([r for _, r in runs["marlplug"]]),
+        "torchrl_final_return": _median([r for _, r in runs["torchrl"]]),
+        "marlplug_trials_fps": [round(fps, 1) for fps, _ in runs["marlplug"]],
+        "torchrl_trials_fps": [round(fps, 1) for fps, _ in runs["torchrl"]],
+        "marlplug_trials_return": [r for _, r in runs["marlplug"]],
+        "torchrl_trials_return": [r for _, r in runs["torchrl"]],
+        "frames_per_trial": frames_per_batch * updates,
+        "trials": trials,
+        "torch_threads": threads,
     }
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:
         for key, value in out.items():
-            click.echo(f"{key:>22}: {value}")
+            click.echo(f"{key:>24}: {value}")

@@ -1,4 +1,8 @@
-"""Checkpoints: written atomically (temp file + ``os.replace``), with the RNG states."""
+"""Checkpoints: written atomically (temp file + ``os.replace``), with the RNG states.
+
+A checkpoint is a ``torch.save`` dict: ``trainer`` (loss, optimizer and counters, to resume),
+``model`` (the :class:`~marlplug.models.JointActorCritic` state dict, to act), ``history`` and ``rng``.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,21 @@ import os
 import random
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from marlplug.errors import UserError
 
+if TYPE_CHECKING:
+    from torchrl.envs import EnvBase
+
+    from marlplug.config import MarlplugConfig
+    from marlplug.models import JointActorCritic
+
 CHECKPOINT_NAME = "checkpoint.pt"
+MODEL_KEY = "model"
 
 
 def rng_states() -> dict[str, Any]:
@@ -44,9 +55,48 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint`."""
+def load_checkpoint(path: Path, *, option: str = "--resume") -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` (``option`` names the CLI flag in errors)."""
     if not path.is_file():
-        raise UserError(f"--resume: no checkpoint at {path}")
-    state: dict[str, Any] = torch.load(path, weights_only=False)
+        raise UserError(f"{option}: no checkpoint at {path}")
+    try:
+        state: dict[str, Any] = torch.load(path, weights_only=False)
+    except Exception as exc:  # a truncated or foreign file
+        raise UserError(f"{option}: {path} is not a marlplug checkpoint ({exc})") from None
+    if not isinstance(state, dict):
+        raise UserError(f"{option}: {path} is not a marlplug checkpoint")
     return state
+
+
+def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> JointActorCritic:
+    """The trained actor/critic networks stored in a checkpoint, sized for ``env``.
+
+    Args:
+        path: a checkpoint written by ``marlplug train``.
+        env: an env with the same agent groups and sizes as the one trained on.
+        config: the run's config (its ``algorithm`` section sizes the networks).
+
+    Raises:
+        UserError: the file is missing or not a checkpoint, or its networks do not fit ``env``.
+    """
+    from marlplug.algorithms.ppo import PPO
+    from marlplug.plugins import get_component
+
+    algorithm_cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
+    if not (isinstance(algorithm_cls, type) and issubclass(algorithm_cls, PPO)):
+        raise UserError(
+            f"algorithm.name: rendering from a checkpoint needs a 'ppo' run, got '{config.algorithm.name}'"
+        )
+    state = load_checkpoint(path, option="--checkpoint")
+    if MODEL_KEY not in state:
+        raise UserError(f"--checkpoint: {path} holds no '{MODEL_KEY}' entry; was it written by marlplug train?")
+    model = algorithm_cls(**config.algorithm.options.model_dump()).build_model(env)
+    try:
+        model.load_state_dict(state[MODEL_KEY])
+    except RuntimeError as exc:
+        first_line = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
+        raise UserError(
+            f"--checkpoint: the networks in {path} do not fit this config's env ({first_line})"
+        ) from None
+    model.eval()
+    return model

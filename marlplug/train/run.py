@@ -18,6 +18,7 @@ from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
 from marlplug.train.checkpoint import (
     CHECKPOINT_NAME,
+    MODEL_KEY,
     load_checkpoint,
     restore_rng_states,
     save_checkpoint,
@@ -165,7 +166,10 @@ def run_training(
                 history.append((stats.frames, stats.mean_return))
             result.last_stats = stats
             if trainer.update_index % config.train.checkpoint_every == 0 or trainer.update_index == total_updates:
-                save_checkpoint(checkpoint, {"trainer": trainer.state_dict(), HISTORY_KEY: history})
+                save_checkpoint(
+                    checkpoint,
+                    {"trainer": trainer.state_dict(), MODEL_KEY: trainer.model.state_dict(), HISTORY_KEY: history},
+                )
             advance(stats)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames

@@ -63,7 +63,8 @@ class JointMultiAgentTrainer:
     """Synchronized joint multi-agent PPO: one shared backward pass per minibatch, per-agent steps.
 
     Args:
-        env: a TorchRL multi-agent env (agent groups as nested keys, discrete actions).
+        env: a TorchRL multi-agent env (agent groups as nested keys; categorical or bounded
+            continuous actions).
         config: rollout and optimization settings.
         algorithm: the PPO learner (model sizes, Adam ε).
         aux_losses: name -> aux loss module, added to the joint loss.

@@ -1,0 +1,115 @@
+"""Stacked per-agent networks: agents are independent, features have the documented shape, and the
+lean rollout policy draws from the same distribution the loss scores."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marlplug.envs import make_env
+from marlplug.errors import UserError
+from marlplug.models import (
+    GroupSpec,
+    JointActorCritic,
+    StackedLinear,
+    StackedMLP,
+    group_specs_from_env,
+)
+
+
+def test_stacked_mlp_agents_are_independent() -> None:
+    torch.manual_seed(0)
+    mlp = StackedMLP(n_agents=3, in_features=4, out_features=2, num_cells=[8, 8])
+    inputs = torch.randn(6, 3, 4)
+    before = mlp(inputs).detach()
+    with torch.no_grad():
+        for param in mlp.parameters():
+            param[1].add_(1.0)  # move agent 1's weights only
+    after = mlp(inputs).detach()
+    assert torch.equal(before[:, 0], after[:, 0]) and torch.equal(before[:, 2], after[:, 2])
+    assert not torch.allclose(before[:, 1], after[:, 1])
+    # Changing agent 2's input leaves the other agents' outputs alone.
+    moved = inputs.clone()
+    moved[:, 2] += 1.0
+    out = mlp(moved).detach()
+    assert torch.equal(out[:, :2], after[:, :2]) and not torch.allclose(out[:, 2], after[:, 2])
+
+
+def test_stacked_mlp_gradient_of_one_agent_stays_in_its_slice() -> None:
+    torch.manual_seed(1)
+    mlp = StackedMLP(n_agents=4, in_features=3, out_features=1, num_cells=[5])
+    mlp(torch.randn(7, 4, 3))[:, 2].sum().backward()
+    for param in mlp.parameters():
+        assert param.grad is not None
+        others = torch.cat([param.grad[i].flatten() for i in (0, 1, 3)])
+        assert torch.count_nonzero(others) == 0 and torch.count_nonzero(param.grad[2]) > 0
+
+
+def test_stacked_linear_equals_one_linear_per_agent() -> None:
+    torch.manual_seed(2)
+    layer = StackedLinear(n_agents=3, in_features=4, out_features=5)
+    inputs = torch.randn(8, 3, 4)
+    expected = torch.stack([inputs[:, i] @ layer.weight[i] + layer.bias[i] for i in range(3)], dim=1)
+    torch.testing.assert_close(layer(inputs), expected)
+
+
+def test_centralized_critic_reads_every_agent() -> None:
+    torch.manual_seed(3)
+    critic = StackedMLP(n_agents=2, in_features=3, out_features=1, centralized=True)
+    inputs = torch.randn(5, 2, 3)
+    moved = inputs.clone()
+    moved[:, 1] += 1.0
+    changed = critic(moved) != critic(inputs)
+    assert bool(changed[:, 0].all()) and bool(changed[:, 1].all())
+
+
+def test_encoder_features_shape_and_order() -> None:
+    specs = [
+        GroupSpec(group="adversary", agent_names=("x0", "x1"), observation_dim=6, n_actions=5),
+        GroupSpec(group="agent", agent_names=("a0", "a1", "a2"), observation_dim=4, n_actions=3),
+    ]
+    model = JointActorCritic(specs, hidden_size=16, feature_dim=8)
+    observations = {"adversary": torch.randn(10, 2, 6), "agent": torch.randn(10, 3, 4)}
+    features = model.encoder_features(observations)
+    assert [tuple(f.shape) for f in features] == [(10, 8)] * 5
+    assert model.agent_names == [("adversary", "x0"), ("adversary", "x1"),
+                                 ("agent", "a0"), ("agent", "a1"), ("agent", "a2")]
+    td = TensorDict({("agent", "observation"): observations["agent"]}, batch_size=[10])
+    model.actors["agent"](td)
+    assert td["agent", "features"].shape == (10, 3, 8)
+    torch.testing.assert_close(td["agent", "features"][:, 1], features[3])
+
+
+def test_rollout_policy_samples_the_actor_distribution_and_acts_greedily() -> None:
+    torch.manual_seed(4)
+    spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
+    model = JointActorCritic([spec], hidden_size=8, feature_dim=8)
+    td = TensorDict({("agent", "observation"): torch.randn(2000, 2, 4)}, batch_size=[2000])
+    with torch.no_grad():
+        model.policy(td)
+        distribution = model.actors["agent"].get_dist(td.select(("agent", "observation")))
+        torch.testing.assert_close(td["agent", "action_log_prob"], distribution.log_prob(td["agent", "action"]))
+        with set_exploration_type(ExplorationType.DETERMINISTIC):
+            greedy = model.policy(td.select(("agent", "observation")).clone())
+    assert torch.equal(greedy["agent", "action"], distribution.logits.argmax(-1))
+    assert td["agent", "action"].unique().numel() == 3  # sampling, not argmax
+
+
+def test_continuous_actions_get_a_bounded_tanh_normal() -> None:
+    env = make_env("cooperative_navigation", agents=2, seed=0, continuous_actions=True)
+    (spec,) = group_specs_from_env(env)
+    assert spec.continuous and spec.n_actions == 5
+    assert spec.action_low == (0.0,) * 5 and spec.action_high == (1.0,) * 5
+    model = JointActorCritic.from_env(env, hidden_size=8, feature_dim=8)
+    td = model.policy(env.reset())
+    action = td["agent", "action"]
+    assert action.shape == (2, 5) and bool(((action >= 0) & (action <= 1)).all())
+    assert td["agent", "action_log_prob"].shape == (2,)
+    env.step(td)
+
+
+def test_continuous_spec_needs_bounds() -> None:
+    with pytest.raises(UserError, match="action_low"):
+        GroupSpec(group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True)

@@ -1,0 +1,69 @@
+"""TensorBoard metrics, continuous-action training, and the checkpoint's policy entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from marlplug.config import load_config
+from marlplug.envs import make_env
+from marlplug.errors import UserError
+from marlplug.train.checkpoint import load_checkpoint, load_policy
+from marlplug.train.run import run_training
+
+SMALL = [
+    "env.agents=2",
+    "train.rollout_steps=50",
+    "train.minibatch_size=25",
+    "train.n_epochs=1",
+    "algorithm.hidden_size=16",
+    "algorithm.feature_dim=8",
+    "logging.progress=false",
+]
+
+
+def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=tb",
+                                    "logging.backend=tensorboard", "train.updates=2"])
+    result = run_training(config)
+    event_files = list((tmp_path / "tb").rglob("events.out.tfevents.*"))
+    assert event_files, list((tmp_path / "tb").rglob("*"))
+    events = EventAccumulator(str(event_files[0].parent))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert "mean_return" in tags and "total_loss" in tags
+    returns = events.Scalars("mean_return")
+    assert [event.step for event in returns] == [1, 2]
+    assert returns[-1].value == pytest.approx(result.history[-1][1])
+
+
+def test_continuous_actions_train(tmp_path: Path) -> None:
+    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=cont",
+                                    "env.continuous_actions=true", "train.updates=2"])
+    result = run_training(config)
+    assert result.last_stats is not None and result.last_stats.skipped_nonfinite == 0
+    assert all(torch.isfinite(torch.tensor(v)).all() for v in result.last_stats.per_agent.values())
+    trained = load_checkpoint(result.checkpoint)["model"]
+    env = make_env("cooperative_navigation", agents=2, seed=0, continuous_actions=True)
+    model = load_policy(result.checkpoint, env, config)
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, trained[key]), key
+    # The weights moved away from their initialization.
+    torch.manual_seed(config.seed)
+    fresh = type(model).from_env(env, hidden_size=16, feature_dim=8)
+    assert any(not torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), trained.values(), strict=True))
+
+
+def test_load_policy_rejects_a_mismatched_env(tmp_path: Path) -> None:
+    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=m", "train.updates=1"])
+    result = run_training(config)
+    with pytest.raises(UserError, match="do not fit"):
+        load_policy(result.checkpoint, make_env("cooperative_navigation", agents=3, seed=0), config)
+    (tmp_path / "junk.pt").write_text("not a checkpoint")
+    with pytest.raises(UserError, match="--checkpoint"):
+        load_policy(tmp_path / "junk.pt", make_env("cooperative_navigation", agents=2, seed=0), config)
