@@ -1,0 +1,307 @@
+"""The ``local`` backend: one worker process per learner on this machine, nothing to start by hand.
+
+θ and the minibatch live in shared memory, written once per round into one of two slots guarded by a
+round stamp (a seqlock: a worker that finds the stamp changed while copying drops the stale task).
+Tasks and results travel over one pipe pair per worker, so a killed worker shows up as a closed pipe
+and cannot leave a lock held for the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.connection as mp_connection
+import os
+import time
+import traceback
+from collections import deque
+from typing import Any
+
+import torch
+import torch.multiprocessing as torch_mp
+from tensordict import TensorDict, TensorDictBase
+
+from marlplug.distributed.backends.base import LearnerFailure, Task
+from marlplug.distributed.learner import LearnerResult, UpdateProgram, learner_compute
+from marlplug.errors import UserError
+
+#: Round-robin slots for θ and the batch: a worker may still copy round r while round r+1 is written.
+SLOTS = 2
+
+
+class LearnerStartError(UserError):
+    """Learners could not be started."""
+
+
+class LocalBackend:
+    """Learners as worker processes (forked from a fork server) with shared-memory θ and batch.
+
+    Args:
+        num_learners: how many worker processes N.
+        start_timeout_s: how long :meth:`start` waits for every worker to be ready.
+
+    Examples:
+        >>> backend = LocalBackend(num_learners=2)  # doctest: +SKIP
+        >>> backend.start(program, seed=0)  # doctest: +SKIP
+        >>> backend.close()  # doctest: +SKIP
+    """
+
+    def __init__(self, num_learners: int, *, start_timeout_s: float = 120.0) -> None:
+        self.num_learners = num_learners
+        self.start_timeout_s = start_timeout_s
+        # A fork server imports torch and marlplug once; each learner (and each restart) is then a
+        # cheap fork of it instead of a fresh interpreter (seconds per learner on a busy machine).
+        self._context = torch_mp.get_context("forkserver")
+        self._context.set_forkserver_preload([__name__])
+        self._processes: dict[int, Any] = {}
+        self._task_conns: dict[int, Any] = {}
+        self._result_conns: dict[int, Any] = {}
+        self._program: UpdateProgram | None = None
+        self._seed = 0
+        self._theta: torch.Tensor | None = None
+        self._batch: dict[Any, torch.Tensor] = {}
+        self._batch_size: list[int] = []
+        self._stamps = torch.full((SLOTS,), -1, dtype=torch.int64).share_memory_()
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, program: UpdateProgram, *, seed: int) -> None:
+        self._program = program
+        self._seed = seed
+
+    def prepare(self, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+        """Allocate the shared slots for these shapes and start the workers (once)."""
+        if self._theta is not None:
+            return
+        self._theta = torch.zeros(SLOTS, *theta_all.shape, dtype=theta_all.dtype).share_memory_()
+        self._batch_size = list(batch.batch_size)
+        for key, value in batch.items(include_nested=True, leaves_only=True):
+            self._batch[key] = torch.zeros(SLOTS, *value.shape, dtype=value.dtype).share_memory_()
+        for learner in range(self.num_learners):
+            self._spawn(learner)
+        deadline = time.monotonic() + self.start_timeout_s
+        waiting = set(range(self.num_learners))
+        while waiting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close()
+                raise LearnerStartError(
+                    f"local backend: learners {sorted(waiting)} were not ready within "
+                    f"{self.start_timeout_s:.0f} s"
+                )
+            for ready in mp_connection.wait([self._result_conns[j] for j in waiting], remaining):
+                learner = next(j for j in waiting if self._result_conns[j] is ready)
+                try:
+                    message: Any = self._result_conns[learner].recv()
+                except (EOFError, OSError):
+                    self.close()
+                    raise LearnerStartError(f"local backend: learner {learner} exited while starting") from None
+                if message[0] == "ready":
+                    waiting.discard(learner)
+
+    def _spawn(self, learner: int) -> None:
+        assert self._program is not None and self._theta is not None
+        task_recv, task_send = self._context.Pipe(duplex=False)
+        result_recv, result_send = self._context.Pipe(duplex=False)
+        process = self._context.Process(
+            target=_worker_main,
+            args=(
+                learner,
+                self._program,
+                self._seed,
+                self._theta,
+                self._batch,
+                self._batch_size,
+                self._stamps,
+                task_recv,
+                result_send,
+                os.getpid(),
+            ),
+            name=f"marlplug-learner-{learner}",
+            daemon=True,
+        )
+        process.start()
+        task_recv.close()
+        result_send.close()
+        self._processes[learner] = process
+        self._task_conns[learner] = task_send
+        self._result_conns[learner] = result_recv
+
+    def restart(self, learner: int) -> None:
+        old = self._processes.get(learner)
+        if old is not None and old.is_alive():
+            old.kill()
+        if old is not None:
+            old.join(timeout=5)
+        for conns in (self._task_conns, self._result_conns):
+            conn = conns.pop(learner, None)
+            if conn is not None:
+                conn.close()
+        self._spawn(learner)
+
+    def pid(self, learner: int) -> int:
+        """The operating-system process id of learner ``learner`` (for fault-injection tests)."""
+        return int(self._processes[learner].pid)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for conn in self._task_conns.values():
+            with contextlib.suppress(OSError, BrokenPipeError):
+                conn.send(("stop",))
+        deadline = time.monotonic() + 5.0
+        for process in self._processes.values():
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        for process in self._processes.values():
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
+        for conn in [*self._task_conns.values(), *self._result_conns.values()]:
+            conn.close()
+        self._processes.clear()
+        self._task_conns.clear()
+        self._result_conns.clear()
+
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # ------------------------------------------------------------------ rounds
+
+    def broadcast(self, round_index: int, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+        self.prepare(theta_all, batch)
+        assert self._theta is not None
+        slot = round_index % SLOTS
+        self._stamps[slot] = -1
+        self._theta[slot].copy_(theta_all)
+        for key, buffer in self._batch.items():
+            buffer[slot].copy_(batch[key])
+        self._stamps[slot] = round_index
+
+    def submit(self, task: Task) -> None:
+        conn = self._task_conns.get(task.learner)
+        if conn is None:
+            return
+        with contextlib.suppress(OSError, BrokenPipeError):
+            conn.send(("task", task.round_index, task.task_id, task.row, task.delay_s))
+
+    def alive(self, learner: int) -> bool:
+        """Whether learner ``learner``'s process is running."""
+        process = self._processes.get(learner)
+        return process is not None and process.is_alive()
+
+    def poll(self, timeout_s: float) -> list[LearnerResult | LearnerFailure]:
+        events: list[LearnerResult | LearnerFailure] = []
+        by_conn = {id(conn): j for j, conn in self._result_conns.items()}
+        for ready in mp_connection.wait(list(self._result_conns.values()), max(0.0, timeout_s)):
+            learner = by_conn[id(ready)]
+            conn = self._result_conns[learner]
+            try:
+                message: Any = conn.recv()
+            except (EOFError, OSError):
+                process = self._processes[learner]
+                process.join(timeout=1)
+                events.append(
+                    LearnerFailure(learner, None, f"process exited (code {process.exitcode})", died=True)
+                )
+                conn.close()
+                del self._result_conns[learner]
+                continue
+            kind = message[0]
+            if kind == "result":
+                _, _, round_index, task_id, coded, compute_s = message
+                events.append(
+                    LearnerResult(learner, round_index, task_id, torch.from_numpy(coded), compute_s)
+                )
+            elif kind == "error":
+                events.append(LearnerFailure(learner, message[2], str(message[4]), died=False))
+        return events
+
+
+# ---------------------------------------------------------------------- the worker process
+
+
+def _worker_main(
+    learner: int,
+    program: UpdateProgram,
+    seed: int,
+    theta_slots: torch.Tensor,
+    batch_slots: dict[Any, torch.Tensor],
+    batch_size: list[int],
+    stamps: torch.Tensor,
+    task_conn: Any,
+    result_conn: Any,
+    parent_pid: int,
+) -> None:
+    torch.set_num_threads(1)
+    result_conn.send(("ready", learner))
+    inbox: deque[tuple[Any, ...]] = deque()
+
+    def receive(timeout_s: float) -> bool:
+        """Move every waiting message to the inbox; False once told to stop or orphaned."""
+        if not task_conn.poll(timeout_s):
+            # The controller's death also closes the task pipe (EOFError below); this is a backstop.
+            return _process_exists(parent_pid)
+        while task_conn.poll():
+            message = task_conn.recv()
+            if message[0] == "stop":
+                return False
+            inbox.append(message)
+        # Only the newest round matters: older tasks would be discarded by the controller anyway.
+        newest = max(m[1] for m in inbox)
+        for message in [m for m in inbox if m[1] < newest]:
+            inbox.remove(message)
+        return True
+
+    try:
+        while True:
+            if not inbox and not receive(1.0):
+                return
+            if not inbox:
+                continue
+            _, round_index, task_id, row, delay_s = inbox.popleft()
+            slot = round_index % SLOTS
+            if int(stamps[slot]) != round_index:
+                continue
+            theta = theta_slots[slot].clone()
+            batch = TensorDict({}, batch_size=batch_size)
+            for key, value in batch_slots.items():
+                batch.set(key, value[slot].clone())
+            if int(stamps[slot]) != round_index:
+                continue
+            try:
+                coded, compute_s = learner_compute(
+                    program, row, theta, batch, round_index=round_index, seed=seed
+                )
+            except Exception:
+                result_conn.send(("error", learner, round_index, task_id, traceback.format_exc()))
+                continue
+            release = time.monotonic() + delay_s
+            superseded = False
+            while time.monotonic() < release:
+                if not receive(min(0.05, release - time.monotonic())):
+                    return
+                if any(m[1] > round_index for m in inbox):
+                    superseded = True
+                    break
+            if not superseded:
+                result_conn.send(("result", learner, round_index, task_id, coded.numpy(), compute_s))
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

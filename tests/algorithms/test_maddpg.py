@@ -1,0 +1,188 @@
+"""MADDPG: the state codec, the functional Adam, the pure per-agent update and data collection."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mpe2 import simple_spread_v3, simple_tag_v3
+from tensordict import TensorDict
+from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
+from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.algorithms.seeding import agent_seed
+from marlplug.algorithms.spaces import AgentSpace
+from marlplug.algorithms.stacked import adam_step, clip_per_agent
+from marlplug.algorithms.state_codec import StateCodec
+from marlplug.plugins import get_plugin_manager
+
+
+def make_program(num_agents: int = 3, *, discrete: bool = True, **options: object) -> MaddpgProgram:
+    agents = [
+        AgentSpace(f"agent_{i}", "agent", obs_dim=6 + i % 2, action_dim=5 - i % 2, discrete=discrete)
+        for i in range(num_agents)
+    ]
+    return MADDPG(**MaddpgOptions(hidden_sizes=[16, 16], **options).model_dump()).bind(agents)
+
+
+def make_batch(program: MaddpgProgram, size: int = 32, seed: int = 0) -> TensorDict:
+    generator = torch.Generator().manual_seed(seed)
+    m, o = program.num_agents, program.obs_dim
+    obs = torch.randn(size, m, o, generator=generator)
+    theta = program.init_state(seed)
+    return TensorDict(
+        obs=obs,
+        action=program.act(theta, obs, generator=generator),
+        reward=torch.randn(size, m, generator=generator),
+        next_obs=torch.randn(size, m, o, generator=generator),
+        terminated=torch.rand(size, m, generator=generator) < 0.1,
+        batch_size=[size],
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shapes=st.lists(st.lists(st.integers(1, 4), max_size=3), min_size=1, max_size=5),
+    agents=st.integers(1, 4),
+)
+def test_codec_round_trips_any_layout(shapes: list[list[int]], agents: int) -> None:
+    codec = StateCodec([(f"t{i}", tuple(shape)) for i, shape in enumerate(shapes)])
+    state = {f"t{i}": torch.randn(agents, *shape) for i, shape in enumerate(shapes)}
+    flat = codec.flatten(state)
+    assert flat.shape == (agents, codec.size)
+    back = codec.unflatten(flat)
+    assert all(torch.equal(back[name], state[name]) for name in state)
+    # The documented layout: entries back to back in order, each row-major.
+    assert torch.equal(flat[:, : state["t0"][0].numel()], state["t0"].reshape(agents, -1))
+
+
+def test_codec_rejects_wrong_shapes() -> None:
+    codec = StateCodec([("w", (2, 2))])
+    with pytest.raises(ValueError, match="per-agent shape"):
+        codec.flatten({"w": torch.zeros(3, 2, 3)})
+    with pytest.raises(KeyError, match="missing"):
+        codec.flatten({})
+    with pytest.raises(ValueError, match="duplicate"):
+        StateCodec([("w", (1,)), ("w", (2,))])
+
+
+def test_adam_step_matches_torch_adam() -> None:
+    generator = torch.Generator().manual_seed(0)
+    param = torch.randn(2, 3, 4, generator=generator)
+    reference = param.clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([reference], lr=1e-2)
+    state = ([param], [torch.zeros_like(param)], [torch.zeros_like(param)], torch.zeros(2))
+    for _ in range(5):
+        grad = torch.randn(2, 3, 4, generator=generator)
+        reference.grad = grad.clone()
+        optimizer.step()
+        params, avgs, sqs, step = adam_step(state[0], [grad], state[1], state[2], state[3], lr=1e-2)
+        state = (params, avgs, sqs, step)
+    torch.testing.assert_close(state[0][0], reference.detach(), rtol=1e-5, atol=1e-6)
+    assert state[3].tolist() == [5.0, 5.0]
+
+
+def test_clip_is_per_agent() -> None:
+    grads = [torch.tensor([[3.0, 4.0], [0.3, 0.4]])]
+    clipped = clip_per_agent(grads, 1.0)[0]
+    torch.testing.assert_close(clipped[0].norm(), torch.tensor(1.0), rtol=1e-5, atol=0)
+    assert torch.equal(clipped[1], grads[0][1])  # under the limit: untouched
+
+
+def test_defaults_are_the_authors_settings() -> None:
+    options = MaddpgOptions()
+    assert (options.lr, options.gamma, options.hidden_sizes, options.max_grad_norm, options.tau) == (
+        1e-2, 0.95, [64, 64], 0.5, 0.01
+    )
+    assert (options.minibatch_size, options.buffer_size, options.episode_length) == (1024, 10**6, 25)
+    assert options.steps_per_iteration == 100
+
+
+def test_registered_as_a_plugin() -> None:
+    assert get_plugin_manager().registry("algorithm")["maddpg"] is MADDPG
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_vectorized_update_is_bit_identical_to_per_agent_updates(discrete: bool) -> None:
+    program = make_program(4, discrete=discrete)
+    theta, batch = program.init_state(0), make_batch(program)
+    seeds = [agent_seed(0, 3, i) for i in range(4)]
+    together = program.update(theta, [0, 1, 2, 3], batch, seeds)
+    for agent in range(4):
+        alone = program.update_agent(theta, agent, batch, seeds[agent])
+        assert torch.equal(alone, together[agent])
+    subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
+    assert torch.equal(subset, together[[3, 1]])
+
+
+def test_update_moves_params_targets_and_optimizer_and_is_seeded() -> None:
+    program = make_program(3)
+    theta, batch = program.init_state(0), make_batch(program)
+    new = program.update(theta, [0, 1, 2], batch, [1, 2, 3])
+    before, after = program.codec.unflatten(theta), program.codec.unflatten(new)
+    assert not torch.equal(before["actor.w0"], after["actor.w0"])
+    assert not torch.equal(before["critic.w0"], after["critic.w0"])
+    tau = program.options.tau
+    torch.testing.assert_close(
+        after["target_critic.w0"], before["target_critic.w0"].lerp(after["critic.w0"], tau)
+    )
+    assert after["adam_step"].tolist() == [1.0, 1.0, 1.0]
+    assert torch.equal(new, program.update(theta, [0, 1, 2], batch, [1, 2, 3]))
+    assert not torch.equal(new[0], program.update(theta, [0], batch, [99])[0])
+
+
+def test_padded_actions_are_never_chosen() -> None:
+    program = make_program(2)  # agent 1 has 4 of the padded 5 actions
+    obs = torch.randn(200, 2, program.obs_dim)
+    actions = program.act(program.init_state(0), obs, generator=torch.Generator().manual_seed(0))
+    assert actions[:, 1, 4].sum() == 0
+    assert torch.equal(actions.sum(-1), torch.ones(200, 2))
+
+
+def test_critic_learns_a_constant_reward() -> None:
+    program = make_program(2, lr=1e-2)
+    program.options.gamma = 0.0
+    batch = make_batch(program, size=64)
+    batch["reward"] = torch.ones(64, 2)
+    theta = program.init_state(0)
+    for round_index in range(150):
+        theta = program.update(theta, [0, 1], batch, [round_index, round_index + 1000])
+    state = program.codec.unflatten(theta)
+    joint = torch.cat([batch["obs"].reshape(64, -1), batch["action"].reshape(64, -1)], -1)
+    from marlplug.algorithms.stacked import stacked_mlp
+
+    q = stacked_mlp(joint.expand(2, -1, -1), [state[n] for n in program._critic_names])
+    torch.testing.assert_close(q.mean(), torch.tensor(1.0), atol=0.1, rtol=0)
+
+
+def test_collector_fills_the_buffer_from_an_mpe_env() -> None:
+    env = PettingZooWrapper(
+        simple_tag_v3.parallel_env(num_good=1, num_adversaries=2, num_obstacles=1, max_cycles=25),
+        categorical_actions=True,
+    )
+    collector = ExperienceCollector(env, make_program_for(env), seed=0)
+    collector.collect(collector.program.init_state(0), steps=30)
+    assert len(collector.buffer) == 30
+    assert len(collector.episode_returns) == 1  # 25-step episodes
+    batch = collector.sample(torch.Generator().manual_seed(0))
+    assert batch["obs"].shape == (8, 3, collector.program.obs_dim)
+    again = collector.sample(torch.Generator().manual_seed(0))
+    assert torch.equal(batch["obs"], again["obs"])
+
+
+def make_program_for(env: PettingZooWrapper) -> MaddpgProgram:
+    from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+
+    return MADDPG(minibatch_size=8, hidden_sizes=[8]).bind(MultiAgentEnvAdapter(env).agents)
+
+
+def test_continuous_actions_reach_the_env_in_range() -> None:
+    env = PettingZooWrapper(simple_spread_v3.parallel_env(N=2, continuous_actions=True))
+    program = make_program_for(env)
+    assert not program.discrete.any()
+    collector = ExperienceCollector(env, program, seed=0)
+    collector.collect(program.init_state(0), steps=5)
+    actions = collector.buffer.storage[torch.arange(5)]["action"]
+    assert actions.abs().max() <= 1.0
