@@ -3,13 +3,19 @@ transitions, and seeded minibatch sampling. The controller of a coded run owns o
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MaddpgProgram
+
+#: Separates the env's per-episode seeds from every other stream derived from the run's seed.
+_EPISODE_SALT = 11
 
 
 class ExperienceCollector:
@@ -17,6 +23,11 @@ class ExperienceCollector:
 
     Episodes are cut at ``program.options.episode_length`` steps (a truncation: targets still
     bootstrap). Finished episodes' returns (summed over agents and steps) are kept for logging.
+
+    Every time all env copies have finished an episode, the env is reseeded from ``(seed, episode)``
+    before it resets, so the env's state is a function of that seed and the actions taken since. That
+    is what makes :meth:`state_dict` small: it keeps those actions instead of the env's internals, and
+    :meth:`load_state_dict` replays them.
 
     Args:
         env: the TorchRL multi-agent env (unbatched or with a batch of parallel copies).
@@ -41,7 +52,7 @@ class ExperienceCollector:
         if [a.name for a in self.adapter.agents] != [a.name for a in program.agents]:
             raise ValueError("the program was bound to different agents than the env has")
         self.env = TransformedEnv(env, StepCounter(max_steps=program.options.episode_length))
-        self.env.set_seed(seed)
+        self.seed = seed
         self.program = program
         self.generator = torch.Generator().manual_seed(seed)
         self.buffer = ReplayBuffer(
@@ -50,7 +61,28 @@ class ExperienceCollector:
         )
         self.episode_returns: list[float] = []
         self._running_return = torch.zeros(self.adapter.num_envs)
-        self._td = self.env.reset()
+        self._episode = 0
+        self._actions_since_reset: list[torch.Tensor] = []
+        self._td = self._seeded_reset()
+
+    def _seeded_reset(self) -> TensorDictBase:
+        """Reset every env copy from the seed of ``(seed, episode)``; forget the replay log."""
+        episode_seed = int(np.random.SeedSequence([self.seed, _EPISODE_SALT, self._episode]).generate_state(1)[0])
+        self.env.set_seed(episode_seed)
+        self._actions_since_reset = []
+        return self.env.reset()
+
+    def _step(self, env_actions: torch.Tensor) -> tuple[TensorDictBase, torch.Tensor]:
+        """One env step with env-scaled actions ``[E, M, A]``: the step's ``next`` and its done mask."""
+        self.adapter.write_actions(self._td, env_actions)
+        stepped, self._td = self.env.step_and_maybe_reset(self._td)
+        self._actions_since_reset.append(env_actions)
+        following = stepped["next"]
+        done = following["done"].reshape(self.adapter.num_envs, -1).any(-1)
+        if bool(done.all()):
+            self._episode += 1
+            self._td = self._seeded_reset()
+        return following, done
 
     def collect(self, theta_all: torch.Tensor, steps: int) -> None:
         """Take ``steps`` env steps (each over every parallel copy) with exploring actors."""
@@ -59,15 +91,12 @@ class ExperienceCollector:
         for _ in range(steps):
             obs = adapter.observations(self._td)
             actions = self.program.act(theta_all, obs, generator=self.generator, explore=True)
-            adapter.write_actions(self._td, self.program.env_scale(actions))
-            stepped, self._td = self.env.step_and_maybe_reset(self._td)
-            following = stepped["next"]
+            following, done = self._step(self.program.env_scale(actions))
             reward = adapter.rewards(following)
             transitions.append(
                 (obs, actions, reward, adapter.observations(following), adapter.terminated(following))
             )
             self._running_return += reward.sum(-1)
-            done = following["done"].reshape(adapter.num_envs, -1).any(-1)
             for env_index in torch.nonzero(done).flatten().tolist():
                 self.episode_returns.append(float(self._running_return[env_index]))
                 self._running_return[env_index] = 0.0
@@ -93,3 +122,34 @@ class ExperienceCollector:
         batch = self.buffer.storage[indices]
         assert isinstance(batch, TensorDict)
         return batch
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue collecting bit-identically: the stored transitions (only the
+        filled rows, not the buffer's full capacity), the writer's cursor, the exploration generator,
+        the episode counter, the actions since the last seeded reset and the running returns."""
+        filled = len(self.buffer)
+        rows = self.buffer.storage[torch.arange(filled)] if filled else None
+        return {
+            "transitions": rows,
+            "writer": self.buffer.writer.state_dict(),
+            "generator": self.generator.get_state(),
+            "episode": self._episode,
+            "actions_since_reset": list(self._actions_since_reset),
+            "running_return": self._running_return.clone(),
+            "episode_returns": list(self.episode_returns),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output: refill the buffer and replay the env to where it was."""
+        if state["transitions"] is not None:
+            self.buffer.extend(state["transitions"])
+        self.buffer.writer.load_state_dict(state["writer"])
+        self._episode = int(state["episode"])
+        self._td = self._seeded_reset()
+        for env_actions in state["actions_since_reset"]:
+            self._step(env_actions)
+        self.generator.set_state(state["generator"])
+        self._running_return = state["running_return"].clone()
+        self.episode_returns = list(state["episode_returns"])

@@ -1,15 +1,21 @@
-"""``marlplug train [CONFIG] [--set k=v ...] [--resume RUN_DIR]``: joint multi-agent PPO from a config."""
+"""``marlplug train [CONFIG] [--set k=v ...] [--resume RUN_DIR]``: train from a config.
+
+Joint multi-agent PPO by default; MADDPG (``algorithm: {name: maddpg}``) and coded training (a
+``coding:`` section) go to :func:`marlplug.distributed.run.run_maddpg`. Both print the same summary.
+"""
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from marlplug.config import MarlplugConfig
+
 DEFAULT_CONFIG = "default.yaml"
-#: Updates averaged at each end of the run for the summary's start -> end comparison.
-SMOOTHING_UPDATES = 5
 
 
 def default_config_path() -> Path:
@@ -28,7 +34,8 @@ def train(config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path
     """Train with CONFIG (default: the packaged cooperative-navigation config)."""
     from marlplug.config import load_config
     from marlplug.errors import UserError
-    from marlplug.train.run import load_run_config, run_training
+    from marlplug.train.reporting import summary_lines
+    from marlplug.train.run import load_run_config
 
     if resume_dir is not None:
         if config_path is not None:
@@ -36,18 +43,44 @@ def train(config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path
         config = load_run_config(resume_dir, list(overrides))
     else:
         config = load_config(config_path or default_config_path(), list(overrides))
-    result = run_training(config, resume_dir=resume_dir, progress=False if no_progress else None)
-    final = "-" if result.final_return is None else f"{result.final_return:.3f}"
-    first = "-" if not result.history else f"{result.history[0][1]:.3f}"
-    click.echo(f"mean return: {first} -> {final} over {result.frames} frames ({result.fps:.0f} frames/s)")
-    window = min(SMOOTHING_UPDATES, len(result.history) // 2)
-    if window > 0:
-        returns = [value for _, value in result.history]
-        start, end = sum(returns[:window]) / window, sum(returns[-window:]) / window
-        click.echo(f"mean return, first {window} vs last {window} updates: {start:.3f} -> {end:.3f} "
-                   f"({end - start:+.3f})")
-    click.echo(f"run folder:     {result.run_dir}")
-    click.echo(f"metrics:        {result.metrics_dir} ({config.logging.backend})")
-    click.echo(f"checkpoint:     {result.checkpoint}")
-    click.echo(f"learning curve: {result.learning_curve}")
-    click.echo(f"resume with:    marlplug train --resume {result.run_dir}")
+    progress = False if no_progress else None
+    metrics = f"{{}} ({config.logging.backend})"
+    if _uses_maddpg_runner(config):
+        from marlplug.distributed.run import run_maddpg
+
+        coded = run_maddpg(config, resume_dir=resume_dir, progress=progress)
+        outputs: list[tuple[str, Path]] = [
+            (label, path)
+            for label, path in (
+                ("checkpoint", coded.checkpoint),
+                ("learning curve", coded.learning_curve),
+                ("rounds log", coded.rounds_csv),
+                ("timeline", coded.timeline),
+            )
+            if path is not None
+        ]
+        lines = summary_lines(
+            history=coded.history, frames=coded.frames, fps=coded.fps, run_dir=coded.run_dir,
+            metrics=metrics.format(coded.metrics_dir), outputs=outputs, unit="iterations",
+        )
+    else:
+        from marlplug.train.run import run_training
+
+        result = run_training(config, resume_dir=resume_dir, progress=progress)
+        lines = summary_lines(
+            history=result.history, frames=result.frames, fps=result.fps, run_dir=result.run_dir,
+            metrics=metrics.format(result.metrics_dir),
+            outputs=[("checkpoint", result.checkpoint), ("learning curve", result.learning_curve)],
+        )
+    for line in lines:
+        click.echo(line)
+
+
+def _uses_maddpg_runner(config: MarlplugConfig) -> bool:
+    """A ``coding:`` section or an off-policy algorithm (maddpg) runs on the MADDPG runner; the
+    check imports :mod:`marlplug.distributed` only when it has to."""
+    if config.coding is None and config.algorithm.name == "ppo":
+        return False
+    from marlplug.distributed.run import uses_maddpg_runner
+
+    return uses_maddpg_runner(config)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from tensordict import TensorDictBase
@@ -21,6 +21,7 @@ from marlplug.algorithms.maddpg import MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.seeding import agent_seed
 from marlplug.distributed.controller import RoundLog
+from marlplug.errors import UserError
 
 
 class Updater(Protocol):
@@ -96,27 +97,65 @@ class MaddpgRunner:
         self.sampler = torch.Generator().manual_seed(seed + 1)
         self.rounds = 0
         self.env_steps = 0
+        self.iterations = 0
 
     def run(self, iterations: int) -> list[IterationLog]:
-        """Run ``iterations`` iterations and return their logs."""
-        logs = []
+        """Run ``iterations`` more iterations and return their logs."""
+        return [self.step() for _ in range(iterations)]
+
+    def step(self) -> IterationLog:
+        """One iteration: collect ``steps_per_iteration`` env steps, then one update round once the
+        replay buffer holds enough transitions."""
         steps = self.program.options.steps_per_iteration
-        for iteration in range(iterations):
-            seen = len(self.collector.episode_returns)
-            start = time.perf_counter()
-            self.collector.collect(self.theta, steps)
-            self.env_steps += steps * self.collector.adapter.num_envs
-            collect_s = time.perf_counter() - start
-            round_log = None
-            start = time.perf_counter()
-            if self.collector.ready():
-                batch = self.collector.sample(self.sampler)
-                self.theta, round_log = self.updater.update(self.theta, batch, self.rounds)
-                self.rounds += 1
-            update_s = time.perf_counter() - start
-            finished = self.collector.episode_returns[seen:]
-            episode_return = sum(finished) / len(finished) if finished else math.nan
-            logs.append(
-                IterationLog(iteration, self.env_steps, episode_return, collect_s, update_s, round_log)
+        seen = len(self.collector.episode_returns)
+        start = time.perf_counter()
+        self.collector.collect(self.theta, steps)
+        self.env_steps += steps * self.collector.adapter.num_envs
+        collect_s = time.perf_counter() - start
+        round_log = None
+        start = time.perf_counter()
+        if self.collector.ready():
+            batch = self.collector.sample(self.sampler)
+            self.theta, round_log = self.updater.update(self.theta, batch, self.rounds)
+            self.rounds += 1
+        update_s = time.perf_counter() - start
+        finished = self.collector.episode_returns[seen:]
+        episode_return = sum(finished) / len(finished) if finished else math.nan
+        log = IterationLog(self.iterations, self.env_steps, episode_return, collect_s, update_s, round_log)
+        self.iterations += 1
+        return log
+
+    def state_dict(self) -> dict[str, Any]:
+        """θ (every agent's flat state, see :attr:`MaddpgProgram.codec`), the counters, the sampler
+        and the collector (replay buffer, exploration RNG, env position)."""
+        return {
+            "theta": self.theta.clone(),
+            "rounds": self.rounds,
+            "env_steps": self.env_steps,
+            "iterations": self.iterations,
+            "sampler": self.sampler.get_state(),
+            "collector": self.collector.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict`'s output.
+
+        A coded run's straggler model draws once per round from its own stream; that stream is moved
+        forward by the rounds already run, so the resumed run sees the same stragglers.
+        """
+        if state["theta"].shape != self.theta.shape:
+            raise UserError(
+                f"--resume: the checkpoint holds agent states of shape {tuple(state['theta'].shape)}, "
+                f"this config builds {tuple(self.theta.shape)}; was the env or algorithm changed?"
             )
-        return logs
+        self.theta = state["theta"].clone()
+        self.rounds = int(state["rounds"])
+        self.env_steps = int(state["env_steps"])
+        self.iterations = int(state["iterations"])
+        self.sampler.set_state(state["sampler"])
+        self.collector.load_state_dict(state["collector"])
+        stragglers = getattr(self.updater, "stragglers", None)
+        active = getattr(self.updater, "active_learners", None)
+        if stragglers is not None and active is not None:
+            for _ in range(self.rounds):
+                stragglers.delays(active)

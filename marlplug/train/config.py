@@ -34,7 +34,9 @@ class TrainSection(BaseModel):
     max_minibatches_per_epoch: int | None = Field(
         None, ge=1, description="Cap on minibatches per epoch when iterating all."
     )
-    checkpoint_every: int = Field(10, ge=1, description="Write a checkpoint every K updates.")
+    checkpoint_every: int = Field(
+        10, ge=1, description="Write a checkpoint every K updates (MADDPG: iterations)."
+    )
     torch_threads: int | None = Field(
         1, ge=1, description="torch intra-op threads (small networks run fastest on one); null: torch's default."
     )

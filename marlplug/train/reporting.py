@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from torchrl.record.loggers import CSVLogger, Logger
 
@@ -45,3 +47,106 @@ def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: 
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+class ProgressBar:
+    """A rich progress bar with the live mean return, or nothing when ``show`` is false.
+
+    Used as a context manager that yields ``advance(mean_return)``: one step done, and the latest mean
+    episode return (``None`` or NaN: none finished yet, the last value stays).
+
+    Args:
+        show: draw the bar.
+        total: steps in the whole run.
+        completed: steps already done (a resumed run).
+        label: the word in front of the bar.
+
+    Examples:
+        >>> with ProgressBar(False, total=3, completed=0) as advance:
+        ...     advance(-1.5)
+    """
+
+    def __init__(self, show: bool, total: int, completed: int, *, label: str = "train") -> None:
+        self.show, self.total, self.completed, self.label = show, total, completed, label
+        self.bar: Any = None
+        self.task: Any = None
+        self.latest = "-"
+
+    def __enter__(self) -> Callable[[float | None], None]:
+        if self.show:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn(f"[bold]{self.label}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}"), TimeRemainingColumn(), transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("mean return: -", total=self.total, completed=self.completed)
+        return self.advance
+
+    def advance(self, mean_return: float | None) -> None:
+        """Count one step done and show ``mean_return`` (kept from before when there is none)."""
+        if mean_return is not None and mean_return == mean_return:  # not NaN
+            self.latest = f"{mean_return:.3f}"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=f"mean return: {self.latest}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+#: Steps averaged at each end of the run for the summary's start -> end comparison.
+SMOOTHING_STEPS = 5
+
+
+def summary_lines(
+    *,
+    history: Sequence[tuple[int, float]],
+    frames: int,
+    fps: float,
+    run_dir: Path,
+    metrics: str,
+    outputs: Sequence[tuple[str, Path]],
+    unit: str = "updates",
+) -> list[str]:
+    """The end-of-run summary every ``marlplug train`` run prints: how the return moved, where
+    everything went and how to resume.
+
+    Args:
+        history: ``(frames, mean return)`` per step that had a return.
+        frames: environment frames taken in this session.
+        fps: frames per second in this session.
+        run_dir: the run folder.
+        metrics: where the metrics went, e.g. ``"runs/x/metrics (csv)"``.
+        outputs: further ``(label, path)`` lines (checkpoint, learning curve, ...), in order.
+        unit: what one step of ``history`` is called (``updates``, ``iterations``).
+
+    Examples:
+        >>> lines = summary_lines(history=[(10, -3.0), (20, -2.0)], frames=20, fps=5.0,
+        ...     run_dir=Path("runs/a"), metrics="runs/a/metrics (csv)", outputs=[])
+        >>> lines[0]
+        'mean return: -3.000 -> -2.000 over 20 frames (5 frames/s)'
+    """
+    final = "-" if not history else f"{history[-1][1]:.3f}"
+    first = "-" if not history else f"{history[0][1]:.3f}"
+    lines = [f"mean return: {first} -> {final} over {frames} frames ({fps:.0f} frames/s)"]
+    window = min(SMOOTHING_STEPS, len(history) // 2)
+    if window > 0:
+        returns = [value for _, value in history]
+        start, end = sum(returns[:window]) / window, sum(returns[-window:]) / window
+        lines.append(
+            f"mean return, first {window} vs last {window} {unit}: {start:.3f} -> {end:.3f} "
+            f"({end - start:+.3f})"
+        )
+    labelled = [("run folder", run_dir), ("metrics", metrics), *outputs]
+    width = max(len(label) for label, _ in labelled) + 2
+    lines += [f"{label + ':':<{width}}{value}" for label, value in labelled]
+    lines.append(f"{'resume with:':<{width}}marlplug train --resume {run_dir}")
+    return lines

@@ -24,7 +24,7 @@ from marlplug.train.checkpoint import (
     save_checkpoint,
 )
 from marlplug.train.config import JointTrainerConfig
-from marlplug.train.reporting import make_logger, plot_learning_curve
+from marlplug.train.reporting import ProgressBar, make_logger, plot_learning_curve
 from marlplug.train.stats import JointStats
 from marlplug.train.trainer import JointMultiAgentTrainer
 
@@ -57,13 +57,10 @@ class RunResult:
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
     """The env, algorithm, losses and trainer a config describes."""
     if config.coding is not None:
-        try:
-            from marlplug.distributed import run_coded_training  # type: ignore[attr-defined]  # noqa: F401
-        except ImportError:
-            raise UserError(
-                "coding: coded training has no runner in this installation yet; "
-                "remove the coding section to train jointly"
-            ) from None
+        raise UserError(
+            "coding: the joint trainer runs in one process; coded runs go through "
+            "marlplug.distributed.run_maddpg (marlplug train dispatches there)"
+        )
     from marlplug.envs import make_env
 
     algorithm_cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
@@ -102,7 +99,8 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
     )
 
 
-def _new_run_dir(config: MarlplugConfig) -> Path:
+def new_run_dir(config: MarlplugConfig) -> Path:
+    """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp)."""
     name = config.logging.run_name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(config.logging.dir) / name
     if (run_dir / CHECKPOINT_NAME).exists():
@@ -143,7 +141,7 @@ def run_training(
         history = [(int(f), float(r)) for f, r in state.get(HISTORY_KEY, [])]
         restore_rng_states(state["rng"])
     else:
-        run_dir = _new_run_dir(config)
+        run_dir = new_run_dir(config)
         (run_dir / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
     total_updates = updates or config.train.updates
     logger = make_logger(config.logging.backend, run_dir)
@@ -157,7 +155,7 @@ def run_training(
     )
     show = config.logging.progress if progress is None else progress
     start_frames, start = trainer.frames, time.perf_counter()
-    with _progress(show, total_updates, trainer.update_index) as advance:
+    with ProgressBar(show, total_updates, trainer.update_index) as advance:
         while trainer.update_index < total_updates:
             stats = trainer.train_update()
             for name, value in stats.flat().items():
@@ -170,45 +168,10 @@ def run_training(
                     checkpoint,
                     {"trainer": trainer.state_dict(), MODEL_KEY: trainer.model.state_dict(), HISTORY_KEY: history},
                 )
-            advance(stats)
+            advance(stats.mean_return)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames
     trainer.close()
     plot_learning_curve(history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})")
     return result
 
-
-class _progress:
-    """A rich progress bar with the live mean return, or nothing."""
-
-    def __init__(self, show: bool, total: int, completed: int) -> None:
-        self.show, self.total, self.completed = show, total, completed
-        self.bar: Any = None
-
-    def __enter__(self) -> Any:
-        if self.show:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(
-                TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.description}"), TimeRemainingColumn(), transient=False,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task("mean return: -", total=self.total, completed=self.completed)
-
-        def advance(stats: JointStats) -> None:
-            if self.bar is not None:
-                text = "-" if stats.mean_return is None else f"{stats.mean_return:.3f}"
-                self.bar.update(self.task, advance=1, description=f"mean return: {text}")
-
-        return advance
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()

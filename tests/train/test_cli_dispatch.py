@@ -1,0 +1,51 @@
+"""`marlplug train` sends joint PPO configs to the joint trainer and MADDPG or coded configs to the
+MADDPG runner, with the same summary; coded PPO is a one-line error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from marlplug import load_config
+from marlplug.cli.train import _uses_maddpg_runner, default_config_path
+
+
+def test_dispatch_follows_the_algorithm_and_the_coding_section() -> None:
+    assert not _uses_maddpg_runner(load_config(default_config_path()))
+    assert _uses_maddpg_runner(load_config(data={"algorithm": {"name": "maddpg"}}))
+    coded = load_config(data={"algorithm": {"name": "maddpg"}, "coding": {"scheme": "mds", "learners": 4}})
+    assert _uses_maddpg_runner(coded)
+
+
+def test_coded_ppo_is_a_one_line_error_naming_the_field(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    result = run_cli(
+        "train", "--set", "coding.scheme=mds", "--set", "coding.learners=4", "--set", f"logging.dir={tmp_path}"
+    )
+    assert result.exit_code == 2
+    assert "algorithm.name" in result.err and "maddpg" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_centralized_maddpg_through_the_cli(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    config = tmp_path / "maddpg.yaml"
+    config.write_text(
+        "env: {name: cooperative_navigation, agents: 2}\n"
+        "algorithm: {name: maddpg, minibatch_size: 16, learning_starts: 16, steps_per_iteration: 25,"
+        " hidden_sizes: [16]}\n"
+        "train: {updates: 3}\n"
+        f"logging: {{dir: '{tmp_path}', run_name: central}}\n"
+    )
+    result = run_cli("train", str(config), "--no-progress")
+    assert result.exit_code == 0, result.err
+    lines = result.out.strip().splitlines()
+    assert lines[0].startswith("mean return: ") and "over 75 frames" in lines[0]
+    assert "first 1 vs last 1 iterations" in lines[1]
+    assert any(line.startswith("rounds log:") for line in lines)
+    assert not any(line.startswith("timeline:") for line in lines)
+    assert lines[-1] == f"resume with:    marlplug train --resume {tmp_path / 'central'}"
+    for name in ("checkpoint.pt", "learning_curve.png", "rounds.csv", "config.yaml"):
+        assert (tmp_path / "central" / name).is_file()
+    episode_returns = (tmp_path / "central" / "metrics" / "scalars" / "episode_return.csv").read_text()
+    assert len(episode_returns.strip().splitlines()) == 3
