@@ -28,17 +28,28 @@ def make_logger(backend: str, run_dir: Path) -> Logger:
     raise UserError(f"logging.backend: unknown backend '{backend}'; available: csv, tensorboard")
 
 
+#: Updates in the trailing mean drawn over the learning curve (single updates are noisy).
+SMOOTHING_WINDOW = 5
+
+
 def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: str) -> Path:
-    """Save mean return against environment frames as a PNG."""
+    """Save mean return against environment frames as a PNG, with a trailing mean over updates."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     figure, axes = plt.subplots(figsize=(6, 4))
     if history:
         frames, returns = zip(*history, strict=True)
-        axes.plot(frames, returns, marker="o", markersize=3)
+        axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
+        if len(returns) >= 2 * SMOOTHING_WINDOW:
+            window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
+            smoothed = np.convolve(returns, window, mode="valid")
+            axes.plot(frames[SMOOTHING_WINDOW - 1 :], smoothed, linewidth=2,
+                      label=f"mean of last {SMOOTHING_WINDOW}")
+            axes.legend(loc="lower right")
     axes.set_xlabel("environment frames")
     axes.set_ylabel("mean episode return")
     axes.set_title(title)
@@ -102,8 +113,6 @@ class ProgressBar:
             self.bar.stop()
 
 
-#: Steps averaged at each end of the run for the summary's start -> end comparison.
-SMOOTHING_STEPS = 5
 
 
 def summary_lines(
@@ -137,7 +146,7 @@ def summary_lines(
     final = "-" if not history else f"{history[-1][1]:.3f}"
     first = "-" if not history else f"{history[0][1]:.3f}"
     lines = [f"mean return: {first} -> {final} over {frames} frames ({fps:.0f} frames/s)"]
-    window = min(SMOOTHING_STEPS, len(history) // 2)
+    window = min(SMOOTHING_WINDOW, len(history) // 2)
     if window > 0:
         returns = [value for _, value in history]
         start, end = sum(returns[:window]) / window, sum(returns[-window:]) / window
