@@ -36,7 +36,6 @@ def marlplug_envs() -> Mapping[str, Any]:
     """
 
 
-
 @hookspec
 def marlplug_codes() -> Mapping[str, Any]:
     """Return coding-scheme classes keyed by name (``"mds"``, ``"ldpc"``, ...).

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 ruff check marlplug tests plugins
+ruff format --check marlplug tests plugins
 mypy
 python -m pytest -q -p no:cacheprovider "$@"

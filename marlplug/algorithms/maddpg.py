@@ -163,7 +163,9 @@ class MaddpgProgram:
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, index, salt=1))
             actor = init_mlp(self.actor_sizes, generator)
             critic = init_mlp(self.critic_sizes, generator)
-            networks = dict(zip(self._actor_names + self._critic_names, actor + critic, strict=True))
+            networks = dict(
+                zip(self._actor_names + self._critic_names, actor + critic, strict=True)
+            )
             state = {**networks, **{"target_" + k: v.clone() for k, v in networks.items()}}
             state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in networks.items()})
             state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in networks.items()})
@@ -173,7 +175,9 @@ class MaddpgProgram:
 
     # ------------------------------------------------------------------ acting
 
-    def actor_output(self, theta_all: torch.Tensor, obs: torch.Tensor, *, target: bool = False) -> torch.Tensor:
+    def actor_output(
+        self, theta_all: torch.Tensor, obs: torch.Tensor, *, target: bool = False
+    ) -> torch.Tensor:
         """Raw actor outputs ``[M, E, A]`` for observations ``[E, M, O]`` (logits or pre-tanh)."""
         state = self.codec.unflatten(theta_all)
         prefix = "target_" if target else ""
@@ -295,10 +299,14 @@ class MaddpgProgram:
             )
             next_q = stacked_mlp(next_input, [own["target_" + n] for n in self._critic_names])
             reward = batch["reward"].transpose(0, 1).index_select(0, index)  # [S, B]
-            not_done = 1.0 - batch["terminated"].to(obs.dtype).transpose(0, 1).index_select(0, index)
+            not_done = 1.0 - batch["terminated"].to(obs.dtype).transpose(0, 1).index_select(
+                0, index
+            )
             td_target = reward + options.gamma * not_done * next_q.squeeze(-1)
 
-        joint_input = torch.cat([obs.reshape(batch_size, -1), actions.reshape(batch_size, -1)], dim=-1)
+        joint_input = torch.cat(
+            [obs.reshape(batch_size, -1), actions.reshape(batch_size, -1)], dim=-1
+        )
         critic = [own[n].detach().requires_grad_(True) for n in self._critic_names]
         q_value = stacked_mlp(joint_input.unsqueeze(0).expand(count, -1, -1), critic).squeeze(-1)
         critic_loss = (q_value - td_target).pow(2).mean(dim=1).sum()
@@ -313,13 +321,18 @@ class MaddpgProgram:
         slots = actions.unsqueeze(0).repeat(count, 1, 1, 1)  # [S, B, M, A]
         slots[torch.arange(count), :, index] = policy_action
         policy_input = torch.cat(
-            [obs.reshape(1, batch_size, -1).expand(count, -1, -1), slots.reshape(count, batch_size, -1)],
+            [
+                obs.reshape(1, batch_size, -1).expand(count, -1, -1),
+                slots.reshape(count, batch_size, -1),
+            ],
             dim=-1,
         )
         policy_q = stacked_mlp(policy_input, [p.detach() for p in new_critic]).squeeze(-1)
         valid = self.action_mask.index_select(0, index).unsqueeze(1).to(raw.dtype)
         regularizer = (raw * valid).pow(2).sum(-1) / valid.sum(-1)
-        actor_loss = (-policy_q.mean(dim=1) + options.actor_regularization * regularizer.mean(dim=1)).sum()
+        actor_loss = (
+            -policy_q.mean(dim=1) + options.actor_regularization * regularizer.mean(dim=1)
+        ).sum()
         actor_grads = torch.autograd.grad(actor_loss, actor)
         new_actor, actor_m, actor_v, _ = self._step(own, self._actor_names, actor_grads)
 

@@ -67,7 +67,9 @@ class ExperienceCollector:
 
     def _seeded_reset(self) -> TensorDictBase:
         """Reset every env copy from the seed of ``(seed, episode)``; forget the replay log."""
-        episode_seed = int(np.random.SeedSequence([self.seed, _EPISODE_SALT, self._episode]).generate_state(1)[0])
+        episode_seed = int(
+            np.random.SeedSequence([self.seed, _EPISODE_SALT, self._episode]).generate_state(1)[0]
+        )
         self.env.set_seed(episode_seed)
         self._actions_since_reset = []
         return self.env.reset()
@@ -94,7 +96,13 @@ class ExperienceCollector:
             following, done = self._step(self.program.env_scale(actions))
             reward = adapter.rewards(following)
             transitions.append(
-                (obs, actions, reward, adapter.observations(following), adapter.terminated(following))
+                (
+                    obs,
+                    actions,
+                    reward,
+                    adapter.observations(following),
+                    adapter.terminated(following),
+                )
             )
             self._running_return += reward.sum(-1)
             for env_index in torch.nonzero(done).flatten().tolist():
@@ -105,7 +113,13 @@ class ExperienceCollector:
             columns = [torch.cat(parts) for parts in zip(*transitions, strict=True)]
             self.buffer.extend(
                 TensorDict(
-                    dict(zip(("obs", "action", "reward", "next_obs", "terminated"), columns, strict=True)),
+                    dict(
+                        zip(
+                            ("obs", "action", "reward", "next_obs", "terminated"),
+                            columns,
+                            strict=True,
+                        )
+                    ),
                     batch_size=[columns[0].shape[0]],
                 )
             )

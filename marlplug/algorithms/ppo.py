@@ -220,7 +220,9 @@ class PPO:
             for leaf, grad in zip(leaves, grads, strict=True)
         ]
         norm = torch.stack([g.double().square().sum() for g in agent_grads]).sum().sqrt()
-        theta_i = TensorDict({name: leaf[index].detach() for name, leaf in zip(names, leaves, strict=True)})
+        theta_i = TensorDict(
+            {name: leaf[index].detach() for name, leaf in zip(names, leaves, strict=True)}
+        )
         if not torch.isfinite(norm):
             return theta_i, state_i.clone()
         coefficient = float((max_grad_norm / (norm + 1e-6)).clamp(max=1.0))
@@ -245,7 +247,9 @@ class PPO:
         return TensorDict(new_params), TensorDict(new_state)
 
 
-def _group_parameter_names(loss: JointPPOLoss, group: AgentGroupParameters) -> list[tuple[str, ...]]:
+def _group_parameter_names(
+    loss: JointPPOLoss, group: AgentGroupParameters
+) -> list[tuple[str, ...]]:
     ids = {id(param) for param in group.params}
     return [tuple(name.split(".")) for name, param in loss.named_parameters() if id(param) in ids]
 

@@ -91,7 +91,9 @@ class PpoCodedProgram:
             state = agent_optimizer_state(loss, optimizer, agent)
             entries = {_joined(("param", *k)): params.get(k) for k in self._keys[agent]}
             for moment in ("exp_avg", "exp_avg_sq"):
-                entries.update({_joined((moment, *k)): state.get((moment, *k)) for k in self._keys[agent]})
+                entries.update(
+                    {_joined((moment, *k)): state.get((moment, *k)) for k in self._keys[agent]}
+                )
             entries[_joined(("step",))] = state.get("step").reshape(())
             flat = self._codecs[agent].flatten({k: v.unsqueeze(0) for k, v in entries.items()})
             rows[agent, : flat.shape[1]] = flat[0]
@@ -137,15 +139,25 @@ class PpoCodedProgram:
             for key in self._keys[agent]:
                 state.set(("exp_avg", *key), unpacked[_joined(("exp_avg", *key))])
                 # A decoded second moment can carry -1e-20 where the truth is 0.
-                state.set(("exp_avg_sq", *key), unpacked[_joined(("exp_avg_sq", *key))].clamp(min=0.0))
+                state.set(
+                    ("exp_avg_sq", *key), unpacked[_joined(("exp_avg_sq", *key))].clamp(min=0.0)
+                )
             state.set("step", unpacked[_joined(("step",))].round())
             new_params, new_state = self.ppo.agent_update(
-                self.loss, params, state, batch, self.loss_seed,
-                agent=agent, lr=self.lr, max_grad_norm=self.max_grad_norm,
+                self.loss,
+                params,
+                state,
+                batch,
+                self.loss_seed,
+                agent=agent,
+                lr=self.lr,
+                max_grad_norm=self.max_grad_norm,
             )
             entries = {_joined(("param", *k)): new_params.get(k) for k in self._keys[agent]}
             for moment in ("exp_avg", "exp_avg_sq"):
-                entries.update({_joined((moment, *k)): new_state.get((moment, *k)) for k in self._keys[agent]})
+                entries.update(
+                    {_joined((moment, *k)): new_state.get((moment, *k)) for k in self._keys[agent]}
+                )
             entries[_joined(("step",))] = new_state.get("step").reshape(())
             flat = self._codecs[agent].flatten({k: v.unsqueeze(0) for k, v in entries.items()})
             out[position, : flat.shape[1]] = flat[0]

@@ -32,7 +32,14 @@ def _table(reports: list[CodeReport], settings: AnalysisSettings) -> Table:
         f"compute per agent, {settings.stragglers}",
     )
     ks = sorted(reports[0].recovery) if reports else []
-    for column in ("code", "density", "tolerance", "worst cond.", "E(round) s", *[f"k={k}" for k in ks]):
+    for column in (
+        "code",
+        "density",
+        "tolerance",
+        "worst cond.",
+        "E(round) s",
+        *[f"k={k}" for k in ks],
+    ):
         table.add_column(column, justify="left" if column == "code" else "right")
     for report in reports:
         table.add_row(
@@ -48,18 +55,63 @@ def _table(reports: list[CodeReport], settings: AnalysisSettings) -> Table:
 
 @codes.command()
 @click.option("--agents", "-M", "num_agents", type=int, required=True, help="Number of agents M.")
-@click.option("--learners", "-N", "num_learners", type=int, required=True, help="Number of learners N >= M.")
-@click.option("--codes", "code_names", default=None, help="Comma-separated code names (default: all installed).")
-@click.option("--compute-s", type=float, default=0.1, show_default=True, help="Compute seconds per assigned agent.")
-@click.option("--delay-s", type=float, default=1.0, show_default=True, help="How late a straggler answers.")
-@click.option("--stragglers", type=int, default=1, show_default=True, help="Stragglers per round (fixed count).")
-@click.option("--straggle-prob", type=float, default=None, help="Instead: each learner straggles with this probability.")
-@click.option("--max-condition", type=float, default=DEFAULT_MAX_CONDITION, show_default=True,
-              help="Subsets worse conditioned than this count as not decodable.")
-@click.option("--rounds", type=int, default=2000, show_default=True, help="Monte Carlo rounds for round times.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of matrices and simulations.")
+@click.option(
+    "--learners", "-N", "num_learners", type=int, required=True, help="Number of learners N >= M."
+)
+@click.option(
+    "--codes",
+    "code_names",
+    default=None,
+    help="Comma-separated code names (default: all installed).",
+)
+@click.option(
+    "--compute-s",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Compute seconds per assigned agent.",
+)
+@click.option(
+    "--delay-s", type=float, default=1.0, show_default=True, help="How late a straggler answers."
+)
+@click.option(
+    "--stragglers",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Stragglers per round (fixed count).",
+)
+@click.option(
+    "--straggle-prob",
+    type=float,
+    default=None,
+    help="Instead: each learner straggles with this probability.",
+)
+@click.option(
+    "--max-condition",
+    type=float,
+    default=DEFAULT_MAX_CONDITION,
+    show_default=True,
+    help="Subsets worse conditioned than this count as not decodable.",
+)
+@click.option(
+    "--rounds",
+    type=int,
+    default=2000,
+    show_default=True,
+    help="Monte Carlo rounds for round times.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of matrices and simulations."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object for tools.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Save a PNG figure here.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Save a PNG figure here.",
+)
 def analyze(
     num_agents: int,
     num_learners: int,
@@ -83,12 +135,19 @@ def analyze(
     else:
         model = FixedCountStragglers(count=stragglers, delay_s=delay_s)
     settings = AnalysisSettings(
-        num_agents=num_agents, num_learners=num_learners, compute_s=compute_s, stragglers=model,
-        max_condition=max_condition, rounds=rounds, seed=seed,
+        num_agents=num_agents,
+        num_learners=num_learners,
+        compute_s=compute_s,
+        stragglers=model,
+        max_condition=max_condition,
+        rounds=rounds,
+        seed=seed,
     )
     registry = get_plugin_manager().registry("code")
     explicit = code_names is not None
-    names = [n.strip() for n in code_names.split(",") if n.strip()] if code_names else list(registry)
+    names = (
+        [n.strip() for n in code_names.split(",") if n.strip()] if code_names else list(registry)
+    )
     schemes = {name: registry.get_component(name, field="--codes")() for name in names}
     reports: list[CodeReport] = []
     skipped: dict[str, str] = {}

@@ -31,13 +31,15 @@ def envs_report() -> list[dict[str, Any]]:
     for backend, scenarios in available_envs().items():
         for name in scenarios:
             scenario = get_scenario(name, backend=backend)
-            report.append({
-                "name": name,
-                "backend": backend,
-                "registry_key": f"{backend}/{name}",
-                "summary": scenario.summary,
-                "parameters": _parameters(name, backend),
-            })
+            report.append(
+                {
+                    "name": name,
+                    "backend": backend,
+                    "registry_key": f"{backend}/{name}",
+                    "summary": scenario.summary,
+                    "parameters": _parameters(name, backend),
+                }
+            )
     return report
 
 

@@ -26,7 +26,9 @@ def plugins(as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for info in report:
         components = "\n".join(
-            f"{kind}: {', '.join(info.components[kind])}" for kind in KIND_HOOKS if kind in info.components
+            f"{kind}: {', '.join(info.components[kind])}"
+            for kind in KIND_HOOKS
+            if kind in info.components
         )
         status = f"[red]{info.error}[/red]" if info.error else "[green]ok[/green]"
         hooks = "\n".join(info.hooks)

@@ -21,17 +21,39 @@ from marlplug.envs.render import Policy
 
 @click.command()
 @click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--checkpoint", type=click.Path(path_type=Path), default=None,
-              help="Policy checkpoint to act with; random actions when omitted.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("episode.gif"),
-              show_default=True, help="GIF file to write.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a config value, e.g. --set env.agents=8 (repeatable).")
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Policy checkpoint to act with; random actions when omitted.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("episode.gif"),
+    show_default=True,
+    help="GIF file to write.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value, e.g. --set env.agents=8 (repeatable).",
+)
 @click.option("--fps", default=10, show_default=True, help="Frames per second of the GIF.")
-@click.option("--sample", is_flag=True,
-              help="With --checkpoint: sample actions from the policy instead of taking the most likely.")
+@click.option(
+    "--sample",
+    is_flag=True,
+    help="With --checkpoint: sample actions from the policy instead of taking the most likely.",
+)
 def render(
-    config_path: Path, checkpoint: Path | None, out: Path, overrides: tuple[str, ...], fps: int, sample: bool
+    config_path: Path,
+    checkpoint: Path | None,
+    out: Path,
+    overrides: tuple[str, ...],
+    fps: int,
+    sample: bool,
 ) -> None:
     """Write a GIF of one episode of CONFIG's environment (rendered with the mpe backend)."""
     raw = read_config_file(config_path)
@@ -40,8 +62,11 @@ def render(
     config = validate_options(MarlplugConfig, raw)
     assert isinstance(config, MarlplugConfig)
     if config.env.backend != "mpe":
-        click.echo(f"rendering '{config.env.name}' with the mpe backend (same scenario definition "
-                   f"as '{config.env.backend}')", err=True)
+        click.echo(
+            f"rendering '{config.env.name}' with the mpe backend (same scenario definition "
+            f"as '{config.env.backend}')",
+            err=True,
+        )
     env = make_env(config.env.name, backend="mpe", seed=config.seed, **config.env.raw_options)
     policy: Policy | None = None
     actions = "random actions"

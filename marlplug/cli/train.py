@@ -25,12 +25,24 @@ def default_config_path() -> Path:
 
 @click.command()
 @click.argument("config_path", metavar="CONFIG", required=False, type=click.Path(path_type=Path))
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a config value, e.g. --set train.updates=10 (repeatable).")
-@click.option("--resume", "resume_dir", type=click.Path(path_type=Path), default=None,
-              help="Continue the run in this folder from its last checkpoint.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value, e.g. --set train.updates=10 (repeatable).",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Continue the run in this folder from its last checkpoint.",
+)
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
-def train(config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path | None, no_progress: bool) -> None:
+def train(
+    config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path | None, no_progress: bool
+) -> None:
     """Train with CONFIG (default: the packaged cooperative-navigation config)."""
     from marlplug.config import load_config
     from marlplug.errors import UserError
@@ -60,15 +72,23 @@ def train(config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path
             if path is not None
         ]
         lines = summary_lines(
-            history=coded.history, frames=coded.frames, fps=coded.fps, run_dir=coded.run_dir,
-            metrics=metrics.format(coded.metrics_dir), outputs=outputs, unit="iterations",
+            history=coded.history,
+            frames=coded.frames,
+            fps=coded.fps,
+            run_dir=coded.run_dir,
+            metrics=metrics.format(coded.metrics_dir),
+            outputs=outputs,
+            unit="iterations",
         )
     else:
         from marlplug.train.run import run_training
 
         result = run_training(config, resume_dir=resume_dir, progress=progress)
         lines = summary_lines(
-            history=result.history, frames=result.frames, fps=result.fps, run_dir=result.run_dir,
+            history=result.history,
+            frames=result.frames,
+            fps=result.fps,
+            run_dir=result.run_dir,
             metrics=metrics.format(result.metrics_dir),
             outputs=[("checkpoint", result.checkpoint), ("learning curve", result.learning_curve)],
         )

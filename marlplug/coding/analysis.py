@@ -69,7 +69,9 @@ class AnalysisSettings:
         if not 0 <= count <= self.num_learners:
             raise UserError(f"stragglers: must be between 0 and N={self.num_learners}, got {count}")
         if self.rounds < 1 or self.samples < 1:
-            raise UserError(f"rounds and samples must be positive, got {self.rounds} and {self.samples}")
+            raise UserError(
+                f"rounds and samples must be positive, got {self.rounds} and {self.samples}"
+            )
 
     @property
     def straggler_delay_s(self) -> float:
@@ -105,7 +107,9 @@ class CodeReport:
             "worst_condition": number(self.worst_condition),
             "condition_exact": self.condition_exact,
             "expected_round_s": number(self.expected_round_s),
-            "round_s_by_stragglers": {str(k): number(t) for k, t in self.round_s_by_stragglers.items()},
+            "round_s_by_stragglers": {
+                str(k): number(t) for k, t in self.round_s_by_stragglers.items()
+            },
         }
 
 
@@ -177,7 +181,9 @@ def analyze_code(name: str, scheme: CodingScheme, settings: AnalysisSettings) ->
         >>> report.density, report.tolerance, report.recovery[1]
         (1.0, 1, 1.0)
     """
-    matrix = scheme.assignment_matrix(settings.num_agents, settings.num_learners, seed=settings.seed)
+    matrix = scheme.assignment_matrix(
+        settings.num_agents, settings.num_learners, seed=settings.seed
+    )
     decoder = make_decoder(matrix, scheme=scheme, max_condition=settings.max_condition)
     cache: dict[tuple[int, ...], bool] = {}
 
@@ -190,22 +196,31 @@ def analyze_code(name: str, scheme: CodingScheme, settings: AnalysisSettings) ->
     num_learners, num_agents = matrix.shape
     ks = range(min(num_learners, num_learners - num_agents + 1) + 1)
     recovery, recovery_exact = recovery_probabilities(
-        num_learners, can_decode, ks, max_subsets=settings.max_subsets, samples=settings.samples,
+        num_learners,
+        can_decode,
+        ks,
+        max_subsets=settings.max_subsets,
+        samples=settings.samples,
         seed=settings.seed,
     )
     conditions = worst_condition(matrix, max_subsets=settings.max_subsets, seed=settings.seed)
 
     def mean_round_s(model: StragglerModel, rounds: int) -> float:
         times = simulate_round_times(
-            matrix, model, compute_s=settings.compute_s, can_decode=can_decode,
-            rounds=rounds, seed=settings.seed,
+            matrix,
+            model,
+            compute_s=settings.compute_s,
+            can_decode=can_decode,
+            rounds=rounds,
+            seed=settings.seed,
         )
         return float(times.mean())
 
     # The per-k curve is for plots and tables: a quarter of the rounds is plenty.
     curve_rounds = max(100, settings.rounds // 4)
     by_stragglers = {
-        k: mean_round_s(FixedCountStragglers(k, settings.straggler_delay_s), curve_rounds) for k in ks
+        k: mean_round_s(FixedCountStragglers(k, settings.straggler_delay_s), curve_rounds)
+        for k in ks
     }
     return CodeReport(
         name=name,

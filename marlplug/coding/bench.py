@@ -63,7 +63,9 @@ def _decode_with(decoder: Decoder, case: Case) -> torch.Tensor:
     return decoder.decode()
 
 
-def _make_case(code: str, matrix: np.ndarray, theta: torch.Tensor, stragglers: int, seed: int) -> Case:
+def _make_case(
+    code: str, matrix: np.ndarray, theta: torch.Tensor, stragglers: int, seed: int
+) -> Case:
     rng = np.random.default_rng(seed)
     num_learners = matrix.shape[0]
     for _ in range(1000):
@@ -87,37 +89,67 @@ def _time_ms(run: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torc
 @click.command()
 @click.option("--agents", "-M", "num_agents", type=int, default=10, show_default=True)
 @click.option("--learners", "-N", "num_learners", type=int, default=15, show_default=True)
-@click.option("--params", "num_params", type=int, default=1_000_000, show_default=True,
-              help="float32 parameters per agent (D).")
-@click.option("--stragglers", type=int, default=2, show_default=True, help="Learners that never answer.")
+@click.option(
+    "--params",
+    "num_params",
+    type=int,
+    default=1_000_000,
+    show_default=True,
+    help="float32 parameters per agent (D).",
+)
+@click.option(
+    "--stragglers", type=int, default=2, show_default=True, help="Learners that never answer."
+)
 @click.option("--repeats", type=int, default=5, show_default=True)
-@click.option("--threads", type=int, default=1, show_default=True, help="torch threads (the controller's).")
+@click.option(
+    "--threads", type=int, default=1, show_default=True, help="torch threads (the controller's)."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object for tools.")
 def decode(
-    num_agents: int, num_learners: int, num_params: int, stragglers: int, repeats: int, threads: int,
-    seed: int, as_json: bool,
+    num_agents: int,
+    num_learners: int,
+    num_params: int,
+    stragglers: int,
+    repeats: int,
+    threads: int,
+    seed: int,
+    as_json: bool,
 ) -> None:
     """Decode time (median ms) and relative error of least squares, peeling and the authors' method."""
     if not 0 <= stragglers <= num_learners - num_agents:
-        raise click.BadParameter(f"must be between 0 and N-M={num_learners - num_agents}", param_hint="--stragglers")
+        raise click.BadParameter(
+            f"must be between 0 and N-M={num_learners - num_agents}", param_hint="--stragglers"
+        )
     torch.set_num_threads(threads)
     theta = torch.randn(num_agents, num_params, generator=torch.Generator().manual_seed(seed))
     schemes = {"mds": MDSCode(), "vandermonde": VandermondeCode(), "ldpc": LDPCCode()}
     cases = {
-        name: _make_case(name, scheme.assignment_matrix(num_agents, num_learners, seed), theta, stragglers, seed)
+        name: _make_case(
+            name, scheme.assignment_matrix(num_agents, num_learners, seed), theta, stragglers, seed
+        )
         for name, scheme in schemes.items()
     }
     inf = float("inf")
     methods: list[tuple[str, str, Callable[[Case], torch.Tensor]]] = [
         ("least_squares", "mds", lambda c: _decode_with(LeastSquaresDecoder(c.matrix), c)),
-        ("authors_first_subset", "mds", lambda c: first_full_rank_subset_decode(c.matrix, c.arrival, c.results)),
+        (
+            "authors_first_subset",
+            "mds",
+            lambda c: first_full_rank_subset_decode(c.matrix, c.arrival, c.results),
+        ),
         ("peeling", "ldpc", lambda c: _decode_with(PeelingDecoder(c.matrix), c)),
         ("least_squares", "ldpc", lambda c: _decode_with(LeastSquaresDecoder(c.matrix), c)),
-        ("least_squares", "vandermonde",
-         lambda c: _decode_with(LeastSquaresDecoder(c.matrix, max_condition=inf), c)),
-        ("authors_first_subset", "vandermonde",
-         lambda c: first_full_rank_subset_decode(c.matrix, c.arrival, c.results)),
+        (
+            "least_squares",
+            "vandermonde",
+            lambda c: _decode_with(LeastSquaresDecoder(c.matrix, max_condition=inf), c),
+        ),
+        (
+            "authors_first_subset",
+            "vandermonde",
+            lambda c: first_full_rank_subset_decode(c.matrix, c.arrival, c.results),
+        ),
     ]
     theta64_norm = float(theta.double().norm())
     rows: list[dict[str, Any]] = []
@@ -125,14 +157,16 @@ def decode(
         case = cases[code]
         decode_ms, out = _time_ms(functools.partial(run, case), repeats)
         error = float((out.double() - theta.double()).norm()) / theta64_norm
-        rows.append({
-            "name": method,
-            "code": code,
-            "decode_ms": round(decode_ms, 2),
-            "rel_error": error,
-            "received_condition": matrix_condition(case.matrix[case.arrival]),
-            "within_target": decode_ms < TARGET_MS,
-        })
+        rows.append(
+            {
+                "name": method,
+                "code": code,
+                "decode_ms": round(decode_ms, 2),
+                "rel_error": error,
+                "received_condition": matrix_condition(case.matrix[case.arrival]),
+                "within_target": decode_ms < TARGET_MS,
+            }
+        )
         del out
     baseline_ms = rows[0]["decode_ms"]  # least squares on mds
     for row in rows:
@@ -153,14 +187,23 @@ def decode(
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    table = Table(title=f"Decode M={num_agents}, N={num_learners}, D={num_params:,} float32, "
-                        f"{stragglers} stragglers, {threads} thread(s), median of {repeats}")
+    table = Table(
+        title=f"Decode M={num_agents}, N={num_learners}, D={num_params:,} float32, "
+        f"{stragglers} stragglers, {threads} thread(s), median of {repeats}"
+    )
     for column in ("method", "code", "decode ms", "× LS mds", "rel. error", "cond. received"):
         table.add_column(column, justify="left" if column in ("method", "code") else "right")
     for row in rows:
-        table.add_row(row["name"], row["code"], f"{row['decode_ms']:.1f}",
-                      f"{row['ratio_to_least_squares_mds']:.2f}", f"{row['rel_error']:.2e}",
-                      f"{row['received_condition']:.2e}")
+        table.add_row(
+            row["name"],
+            row["code"],
+            f"{row['decode_ms']:.1f}",
+            f"{row['ratio_to_least_squares_mds']:.2f}",
+            f"{row['rel_error']:.2e}",
+            f"{row['received_condition']:.2e}",
+        )
     console = Console()
     console.print(table)
-    console.print("worst-case condition: " + ", ".join(f"{k} {v:.2e}" for k, v in conditions.items()))
+    console.print(
+        "worst-case condition: " + ", ".join(f"{k} {v:.2e}" for k, v in conditions.items())
+    )

@@ -95,7 +95,9 @@ def worst_condition(
     worst, exact, examined = 0.0, True, 0
     any_full_rank = False
     for size in sizes:
-        subsets, size_exact = row_subsets(num_learners, size, max_subsets=per_size, seed=seed + size)
+        subsets, size_exact = row_subsets(
+            num_learners, size, max_subsets=per_size, seed=seed + size
+        )
         conditions = subset_conditions(matrix, subsets)
         finite = conditions[np.isfinite(conditions)]
         if finite.size:

@@ -107,12 +107,18 @@ class Decoder(ABC):
     answer is ignored. All results must have the same number of elements, dtype and device.
     """
 
-    def __init__(self, assignment_matrix: np.ndarray, *, max_condition: float | None = None) -> None:
+    def __init__(
+        self, assignment_matrix: np.ndarray, *, max_condition: float | None = None
+    ) -> None:
         matrix = np.asarray(assignment_matrix, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[0] < matrix.shape[1]:
-            raise ValueError(f"assignment matrix must be (N, M) with N >= M, got shape {matrix.shape}")
+            raise ValueError(
+                f"assignment matrix must be (N, M) with N >= M, got shape {matrix.shape}"
+            )
         self.assignment_matrix = matrix
-        self.max_condition = DEFAULT_MAX_CONDITION if max_condition is None else float(max_condition)
+        self.max_condition = (
+            DEFAULT_MAX_CONDITION if max_condition is None else float(max_condition)
+        )
         self._results: dict[int, torch.Tensor] = {}
         self._decodable_after: tuple[int, bool] = (-1, False)
 
@@ -132,15 +138,23 @@ class Decoder(ABC):
     def add(self, learner_index: int, y: torch.Tensor) -> None:
         """Record learner ``learner_index``'s result ``y`` (any shape; flattened to ``[D]``)."""
         if not 0 <= learner_index < self.num_learners:
-            raise IndexError(f"learner_index {learner_index} out of range for N={self.num_learners} learners")
+            raise IndexError(
+                f"learner_index {learner_index} out of range for N={self.num_learners} learners"
+            )
         if learner_index in self._results:
             return
         if not torch.is_floating_point(y):
-            raise TypeError(f"learner {learner_index}: expected a floating-point tensor, got {y.dtype}")
+            raise TypeError(
+                f"learner {learner_index}: expected a floating-point tensor, got {y.dtype}"
+            )
         flat = y.reshape(-1)
         if self._results:
             first = next(iter(self._results.values()))
-            if (flat.numel(), flat.dtype, flat.device) != (first.numel(), first.dtype, first.device):
+            if (flat.numel(), flat.dtype, flat.device) != (
+                first.numel(),
+                first.dtype,
+                first.device,
+            ):
                 raise ValueError(
                     f"learner {learner_index}: result has {flat.numel()} {flat.dtype} values on "
                     f"{flat.device}, earlier results have {first.numel()} {first.dtype} on {first.device}"
@@ -171,7 +185,9 @@ class Decoder(ABC):
 
     def _not_decodable(self) -> NotDecodableError:
         rows = self.received
-        _, condition = least_squares_weights(self.assignment_matrix, rows) if rows else (None, np.inf)
+        _, condition = (
+            least_squares_weights(self.assignment_matrix, rows) if rows else (None, np.inf)
+        )
         return NotDecodableError(
             f"cannot decode from learners {sorted(rows)}: condition number {condition:.3g} "
             f"(rank < M={self.num_agents} if inf; limit {self.max_condition:.3g})"
@@ -229,7 +245,9 @@ class PeelingDecoder(LeastSquaresDecoder):
     def can_decode(self, rows: list[int]) -> bool:
         if len(rows) < self.num_agents:
             return False
-        return peeling_schedule(self.assignment_matrix, rows) is not None or super().can_decode(rows)
+        return peeling_schedule(self.assignment_matrix, rows) is not None or super().can_decode(
+            rows
+        )
 
     def decode(self) -> torch.Tensor:
         schedule = peeling_schedule(self.assignment_matrix, self.received)
@@ -248,7 +266,9 @@ class PeelingDecoder(LeastSquaresDecoder):
         return out
 
 
-def default_decoder(assignment_matrix: np.ndarray, *, max_condition: float | None = None) -> Decoder:
+def default_decoder(
+    assignment_matrix: np.ndarray, *, max_condition: float | None = None
+) -> Decoder:
     """Peeling (with least-squares fallback) for 0/1 matrices, least squares otherwise."""
     matrix = np.asarray(assignment_matrix, dtype=np.float64)
     if is_binary(matrix):
@@ -257,7 +277,10 @@ def default_decoder(assignment_matrix: np.ndarray, *, max_condition: float | Non
 
 
 def make_decoder(
-    assignment_matrix: np.ndarray, *, scheme: object | None = None, max_condition: float | None = None
+    assignment_matrix: np.ndarray,
+    *,
+    scheme: object | None = None,
+    max_condition: float | None = None,
 ) -> Decoder:
     """A fresh decoder for ``assignment_matrix``: the scheme's own if it has one, else the default.
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from marlplug.coding.analysis import AnalysisSettings, CodeReport
 
 
-def plot_analysis(reports: Sequence[CodeReport], settings: AnalysisSettings, path: str | Path) -> Path:
+def plot_analysis(
+    reports: Sequence[CodeReport], settings: AnalysisSettings, path: str | Path
+) -> Path:
     """Save a two-panel PNG: P(decodable) and expected round time, each versus k stragglers."""
     import matplotlib
 
@@ -23,7 +25,9 @@ def plot_analysis(reports: Sequence[CodeReport], settings: AnalysisSettings, pat
         times = [report.round_s_by_stragglers[k] for k in ks]
         if any(math.isfinite(t) for t in times):
             time_axis.plot(ks, times, marker="o", label=report.name)
-    recovery_axis.set(xlabel="stragglers k (never answer)", ylabel="P(decodable)", ylim=(-0.03, 1.03))
+    recovery_axis.set(
+        xlabel="stragglers k (never answer)", ylabel="P(decodable)", ylim=(-0.03, 1.03)
+    )
     time_axis.set(
         xlabel=f"stragglers k (answer {settings.straggler_delay_s:g} s late)",
         ylabel="expected round time (s)",

@@ -130,7 +130,9 @@ class CodingScheme:
             allow_idle_learners=self.allows_idle_learners,
         )
 
-    def make_decoder(self, assignment_matrix: np.ndarray, *, max_condition: float | None = None) -> Decoder:
+    def make_decoder(
+        self, assignment_matrix: np.ndarray, *, max_condition: float | None = None
+    ) -> Decoder:
         """A fresh decoder for ``assignment_matrix``; by default the one :func:`make_decoder` picks."""
         from marlplug.coding.decoding import default_decoder
 

@@ -38,7 +38,9 @@ class FixedCountStragglers:
 
     def sample_delays(self, num_learners: int, rng: np.random.Generator) -> np.ndarray:
         if not 0 <= self.count <= num_learners:
-            raise UserError(f"stragglers: count {self.count} must be between 0 and N={num_learners}")
+            raise UserError(
+                f"stragglers: count {self.count} must be between 0 and N={num_learners}"
+            )
         delays = np.zeros(num_learners)
         delays[rng.choice(num_learners, size=self.count, replace=False)] = self.delay_s
         return delays
@@ -147,5 +149,8 @@ def simulate_round_times(
     compute = learner_compute_s(assignment_matrix, compute_s)
     num_learners = assignment_matrix.shape[0]
     return np.array(
-        [decode_time(compute + model.sample_delays(num_learners, rng), cached) for _ in range(rounds)]
+        [
+            decode_time(compute + model.sample_delays(num_learners, rng), cached)
+            for _ in range(rounds)
+        ]
     )

@@ -82,7 +82,8 @@ def measure_setting(
     registry = get_plugin_manager().registry("code")
     schemes = {name: registry[name]() for name in codes}
     matrices = {
-        name: scheme.assignment_matrix(program.num_agents, learners, seed) for name, scheme in schemes.items()
+        name: scheme.assignment_matrix(program.num_agents, learners, seed)
+        for name, scheme in schemes.items()
     }
     sampler = torch.Generator().manual_seed(seed)
     samples: dict[tuple[str, int], list[dict[str, float]]] = {}
@@ -100,7 +101,12 @@ def measure_setting(
                 for learner in range(learners):
                     if matrix[learner].any():
                         coded[learner], compute_s[learner] = learner_compute(
-                            program, matrix[learner], theta, batch, round_index=round_index, seed=seed
+                            program,
+                            matrix[learner],
+                            theta,
+                            batch,
+                            round_index=round_index,
+                            seed=seed,
                         )
                 for k in setting.stragglers:
                     delays = StragglerModel(
@@ -129,7 +135,9 @@ def measure_setting(
         finally:
             torch.set_num_threads(threads)
         agents = list(range(program.num_agents))
-        theta = program.update(theta, agents, batch, [agent_seed(seed, round_index, i) for i in agents])
+        theta = program.update(
+            theta, agents, batch, [agent_seed(seed, round_index, i) for i in agents]
+        )
     rows = []
     for (name, k), values in samples.items():
         rows.append(
@@ -151,7 +159,13 @@ def measure_setting(
 
 
 def measure_wall(
-    setting: Setting, *, codes: Sequence[str], learners: int, rounds: int, env_backend: str, seed: int,
+    setting: Setting,
+    *,
+    codes: Sequence[str],
+    learners: int,
+    rounds: int,
+    env_backend: str,
+    seed: int,
     algorithm_options: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """The same rows from real worker processes (wall clock); for correctness checks and small N."""
@@ -176,7 +190,12 @@ def measure_wall(
             stragglers = StragglerModel(count=k, delay_s=setting.delay_s, seed=seed)
             times: list[tuple[float, float]] = []
             with CodedController(
-                program, matrix, LocalBackend(learners), scheme=scheme, stragglers=stragglers, seed=seed
+                program,
+                matrix,
+                LocalBackend(learners),
+                scheme=scheme,
+                stragglers=stragglers,
+                seed=seed,
             ) as controller:
                 for round_index in range(rounds):
                     start = time.perf_counter()
@@ -187,10 +206,15 @@ def measure_wall(
                     times.append((collect_s + log.round_s, log.round_s))
             rows.append(
                 {
-                    "scenario": setting.scenario, "agents": setting.agents, "stragglers": k, "code": name,
+                    "scenario": setting.scenario,
+                    "agents": setting.agents,
+                    "stragglers": k,
+                    "code": name,
                     "round_s": statistics.median(t[0] for t in times),
                     "update_s": statistics.median(t[1] for t in times),
-                    "delay_s": setting.delay_s, "learners": learners, "clock": "wall",
+                    "delay_s": setting.delay_s,
+                    "learners": learners,
+                    "clock": "wall",
                 }
             )
     return rows
@@ -203,13 +227,21 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     """The authors' numbers (scenario, agents, learners, stragglers, code, time_s)."""
     with path.open() as handle:
         return [
-            {**row, "agents": int(row["agents"]), "stragglers": int(row["stragglers"]), "time_s": float(row["time_s"])}
+            {
+                **row,
+                "agents": int(row["agents"]),
+                "stragglers": int(row["stragglers"]),
+                "time_s": float(row["time_s"]),
+            }
             for row in csv.DictReader(handle)
         ]
 
 
-def shape_summary(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def shape_summary(
+    rows: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Per (scenario, M, k): the fastest code and ``mds / uncoded(k=0)``, ours beside the paper's."""
+
     def index(items: list[dict[str, Any]], key: str) -> dict[tuple[str, int, int, str], float]:
         return {(r["scenario"], r["agents"], r["stragglers"], r["code"]): r[key] for r in items}
 
@@ -218,7 +250,9 @@ def shape_summary(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -
     for scenario, agents, k in sorted({key[:3] for key in ours}):
         entry: dict[str, Any] = {"scenario": scenario, "agents": agents, "stragglers": k}
         for label, table in (("ours", ours), ("paper", theirs)):
-            times = {c: v for (s, m, kk, c), v in table.items() if (s, m, kk) == (scenario, agents, k)}
+            times = {
+                c: v for (s, m, kk, c), v in table.items() if (s, m, kk) == (scenario, agents, k)
+            }
             base = table.get((scenario, agents, 0, "uncoded"))
             if times and base:
                 entry[f"{label}_fastest"] = min(times, key=lambda c: times[c])
@@ -269,12 +303,22 @@ def plot_bars(rows: list[dict[str, Any]], reference: list[dict[str, Any]], path:
     groups = sorted({(r["scenario"], r["agents"]) for r in rows})
     columns = min(4, len(groups))
     lines = (len(groups) + columns - 1) // columns
-    figure, axes_grid = plt.subplots(lines, columns, figsize=(4 * columns, 3.2 * lines), squeeze=False)
+    figure, axes_grid = plt.subplots(
+        lines, columns, figsize=(4 * columns, 3.2 * lines), squeeze=False
+    )
     codes = [c for c in CODES if any(r["code"] == c for r in rows)]
     width = 0.8 / max(1, len(codes))
     for axes, (scenario, agents) in zip(axes_grid.flat, groups, strict=False):
-        mine = {(r["stragglers"], r["code"]): r["round_s"] for r in rows if (r["scenario"], r["agents"]) == (scenario, agents)}
-        paper = {(r["stragglers"], r["code"]): r["time_s"] for r in reference if (r["scenario"], r["agents"]) == (scenario, agents)}
+        mine = {
+            (r["stragglers"], r["code"]): r["round_s"]
+            for r in rows
+            if (r["scenario"], r["agents"]) == (scenario, agents)
+        }
+        paper = {
+            (r["stragglers"], r["code"]): r["time_s"]
+            for r in reference
+            if (r["scenario"], r["agents"]) == (scenario, agents)
+        }
         ks = sorted({k for k, _ in mine})
         base = mine.get((0, "uncoded"), 1.0)
         paper_base = paper.get((0, "uncoded"))
@@ -282,11 +326,17 @@ def plot_bars(rows: list[dict[str, Any]], reference: list[dict[str, Any]], path:
             xs = np.arange(len(ks)) + (position - (len(codes) - 1) / 2) * width
             axes.bar(xs, [mine.get((k, code), np.nan) / base for k in ks], width, label=code)
             if paper_base:
-                axes.scatter(xs, [paper.get((k, code), np.nan) / paper_base for k in ks], color="black", s=8, zorder=3)
+                axes.scatter(
+                    xs,
+                    [paper.get((k, code), np.nan) / paper_base for k in ks],
+                    color="black",
+                    s=8,
+                    zorder=3,
+                )
         axes.set_xticks(range(len(ks)), [f"k={k}" for k in ks])
         axes.set_title(f"{scenario.replace('_', ' ')}, M={agents}", fontsize=9)
         axes.set_ylabel("round time / uncoded k=0", fontsize=8)
-    for axes in list(axes_grid.flat)[len(groups):]:
+    for axes in list(axes_grid.flat)[len(groups) :]:
         axes.axis("off")
     axes_grid.flat[0].legend(fontsize=7, title="bars: marlplug; dots: paper", title_fontsize=7)
     figure.tight_layout()
@@ -298,7 +348,9 @@ def plot_bars(rows: list[dict[str, Any]], reference: list[dict[str, Any]], path:
 
 def markdown_table(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> str:
     """Per-round times, ours (seconds) and the paper's (their unit), one line per (scenario, M, k)."""
-    paper = {(r["scenario"], r["agents"], r["stragglers"], r["code"]): r["time_s"] for r in reference}
+    paper = {
+        (r["scenario"], r["agents"], r["stragglers"], r["code"]): r["time_s"] for r in reference
+    }
     codes = [c for c in CODES if any(r["code"] == c for r in rows)]
     mine = {(r["scenario"], r["agents"], r["stragglers"], r["code"]): r["round_s"] for r in rows}
     header = "| scenario | M | k | " + " | ".join(codes) + " | paper: " + " / ".join(codes) + " |"
@@ -311,25 +363,61 @@ def markdown_table(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) 
 
 
 @click.command("coding")
-@click.option("--clock", type=click.Choice(["simulated", "wall"]), default="simulated", show_default=True)
-@click.option("--scenario", "scenarios", multiple=True, type=click.Choice(sorted(PAPER_SETTINGS)),
-              help="Scenarios to run (default: all four).")
-@click.option("--agents", "agent_counts", multiple=True, type=int, help="M values (default: 8 and 10).")
+@click.option(
+    "--clock", type=click.Choice(["simulated", "wall"]), default="simulated", show_default=True
+)
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Choice(sorted(PAPER_SETTINGS)),
+    help="Scenarios to run (default: all four).",
+)
+@click.option(
+    "--agents", "agent_counts", multiple=True, type=int, help="M values (default: 8 and 10)."
+)
 @click.option("--learners", type=int, default=15, show_default=True, help="N.")
-@click.option("--rounds", type=int, default=3, show_default=True, help="Rounds per setting (median).")
-@click.option("--code", "codes", multiple=True, type=click.Choice(CODES), help="Codes (default: all five).")
+@click.option(
+    "--rounds", type=int, default=3, show_default=True, help="Rounds per setting (median)."
+)
+@click.option(
+    "--code", "codes", multiple=True, type=click.Choice(CODES), help="Codes (default: all five)."
+)
 @click.option("--env-backend", type=click.Choice(["mpe", "vmas"]), default="mpe", show_default=True)
 @click.option("--minibatch-size", type=int, default=1024, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--reference", type=click.Path(path_type=Path), default=DEFAULT_REFERENCE, show_default=True,
-              help="The authors' numbers (CSV); skipped if missing.")
-@click.option("--plot", type=click.Path(path_type=Path), default=None,
-              help="Write the grouped bar chart here (e.g. docs/images/coding_round_time.png).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {scenario, agents, stragglers, code, round_s}.")
+@click.option(
+    "--reference",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_REFERENCE,
+    show_default=True,
+    help="The authors' numbers (CSV); skipped if missing.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the grouped bar chart here (e.g. docs/images/coding_round_time.png).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON list of {scenario, agents, stragglers, code, round_s}.",
+)
 def coding(
-    clock: str, scenarios: tuple[str, ...], agent_counts: tuple[int, ...], learners: int, rounds: int,
-    codes: tuple[str, ...], env_backend: str, minibatch_size: int, seed: int, reference: Path,
-    plot: Path | None, as_json: bool,
+    clock: str,
+    scenarios: tuple[str, ...],
+    agent_counts: tuple[int, ...],
+    learners: int,
+    rounds: int,
+    codes: tuple[str, ...],
+    env_backend: str,
+    minibatch_size: int,
+    seed: int,
+    reference: Path,
+    plot: Path | None,
+    as_json: bool,
 ) -> None:
     """The paper's coded-training experiment: round time per code and number of stragglers."""
     if rounds < 1 or learners < 1:
@@ -337,7 +425,9 @@ def coding(
     chosen = list(scenarios) or list(PAPER_SETTINGS)
     counts = list(agent_counts) or [8, 10]
     if max(counts) > learners:
-        raise UserError(f"--agents: M={max(counts)} needs at least as many learners (--learners {learners})")
+        raise UserError(
+            f"--agents: M={max(counts)} needs at least as many learners (--learners {learners})"
+        )
     options = {"minibatch_size": minibatch_size, "learning_starts": minibatch_size}
     measure = measure_setting if clock == "simulated" else measure_wall
     rows: list[dict[str, Any]] = []
@@ -346,8 +436,13 @@ def coding(
         for agents in counts:
             setting = Setting(scenario, agents, ks, delay_s, min(adversaries, agents - 1))
             rows += measure(
-                setting, codes=list(codes) or list(CODES), learners=learners, rounds=rounds,
-                env_backend=env_backend, seed=seed, algorithm_options=options,
+                setting,
+                codes=list(codes) or list(CODES),
+                learners=learners,
+                rounds=rounds,
+                env_backend=env_backend,
+                seed=seed,
+                algorithm_options=options,
             )
     paper = read_reference(reference) if reference.is_file() else []
     if plot is not None:

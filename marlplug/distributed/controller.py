@@ -71,9 +71,7 @@ def make_round_decoder(matrix: np.ndarray, scheme: Any | None) -> Any:
     return make_decoder(matrix, scheme=scheme)
 
 
-def virtual_round(
-    finish_s: dict[int, float], add: Any, decodable: Any
-) -> tuple[list[int], float]:
+def virtual_round(finish_s: dict[int, float], add: Any, decodable: Any) -> tuple[list[int], float]:
     """Feed learners to a decoder in order of finish time; return the used ones and the finish time
     of the last one needed (``inf`` if never decodable)."""
     used: list[int] = []
@@ -185,11 +183,20 @@ class CodedController:
         self, learner: int, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
     ) -> tuple[torch.Tensor, float]:
         return learner_compute(
-            self.program, self.matrix[learner], theta_all, batch, round_index=round_index, seed=self.seed
+            self.program,
+            self.matrix[learner],
+            theta_all,
+            batch,
+            round_index=round_index,
+            seed=self.seed,
         )
 
     def _simulated_round(
-        self, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int, delays: dict[int, float]
+        self,
+        theta_all: torch.Tensor,
+        batch: TensorDictBase,
+        round_index: int,
+        delays: dict[int, float],
     ) -> tuple[torch.Tensor, RoundLog]:
         coded: dict[int, torch.Tensor] = {}
         compute_s: dict[int, float] = {}
@@ -201,10 +208,14 @@ class CodedController:
             prompt = [j for j in self.active_learners if delays[j] <= 0]
             late = [j for j in self.active_learners if delays[j] > 0]
             for learner in prompt:
-                coded[learner], compute_s[learner] = self._compute(learner, theta_all, batch, round_index)
+                coded[learner], compute_s[learner] = self._compute(
+                    learner, theta_all, batch, round_index
+                )
             probe = make_round_decoder(self.matrix, self.scheme)
             _, finish = virtual_round(
-                {j: compute_s[j] for j in prompt}, lambda j: probe.add(j, coded[j]), lambda: probe.decodable
+                {j: compute_s[j] for j in prompt},
+                lambda j: probe.add(j, coded[j]),
+                lambda: probe.decodable,
             )
             if late and finish > min(delays[j] for j in late):
                 for learner in late:
@@ -235,7 +246,11 @@ class CodedController:
         return theta_new, log
 
     def _wall_round(
-        self, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int, delays: dict[int, float]
+        self,
+        theta_all: torch.Tensor,
+        batch: TensorDictBase,
+        round_index: int,
+        delays: dict[int, float],
     ) -> tuple[torch.Tensor, RoundLog]:
         backend = self.backend
         assert backend is not None
@@ -243,7 +258,9 @@ class CodedController:
         start = time.perf_counter()
         backend.broadcast(round_index, theta_all, batch)
         for learner in self.active_learners:
-            backend.submit(Task(learner, round_index, learner, self.matrix[learner], delays[learner]))
+            backend.submit(
+                Task(learner, round_index, learner, self.matrix[learner], delays[learner])
+            )
         decoder = make_round_decoder(self.matrix, self.scheme)
         received: dict[int, torch.Tensor] = {}
         arrivals: dict[int, float] = {}

@@ -23,21 +23,36 @@ from marlplug.plugins import get_plugin_manager
 
 
 def return_curve(
-    coded: bool, *, iterations: int, agents: int, learners: int, stragglers: int, delay_s: float,
-    env_backend: str, num_envs: int, seed: int, options: dict[str, Any],
+    coded: bool,
+    *,
+    iterations: int,
+    agents: int,
+    learners: int,
+    stragglers: int,
+    delay_s: float,
+    env_backend: str,
+    num_envs: int,
+    seed: int,
+    options: dict[str, Any],
 ) -> list[float]:
     """Mean episode return per iteration (NaN where no episode ended) of one run."""
     from marlplug.envs import make_env
 
-    env = make_env("cooperative_navigation", backend=env_backend, agents=agents, num_envs=num_envs, seed=seed)
+    env = make_env(
+        "cooperative_navigation", backend=env_backend, agents=agents, num_envs=num_envs, seed=seed
+    )
     program = MADDPG(**options).bind(MultiAgentEnvAdapter(env).agents)
     updater: Updater
     if coded:
         scheme = get_plugin_manager().registry("code")["mds"]()
         updater = CodedController(
-            program, scheme.assignment_matrix(agents, learners, seed), None, scheme=scheme,
+            program,
+            scheme.assignment_matrix(agents, learners, seed),
+            None,
+            scheme=scheme,
             stragglers=StragglerModel(count=stragglers, delay_s=delay_s, seed=seed),
-            clock="simulated", seed=seed,
+            clock="simulated",
+            seed=seed,
         )
     else:
         updater = CentralizedUpdater(program, seed=seed)
@@ -72,17 +87,37 @@ def plot_parity(curves: dict[str, list[float]], path: Path) -> Path:
 @click.option("--agents", type=int, default=8, show_default=True)
 @click.option("--learners", type=int, default=15, show_default=True)
 @click.option("--stragglers", type=int, default=2, show_default=True)
-@click.option("--env-backend", type=click.Choice(["mpe", "vmas"]), default="vmas", show_default=True)
+@click.option(
+    "--env-backend", type=click.Choice(["mpe", "vmas"]), default="vmas", show_default=True
+)
 @click.option("--num-envs", type=int, default=8, show_default=True)
 @click.option("--learning-starts", type=int, default=1024, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--plot", type=click.Path(path_type=Path), default=None)
-def main(iterations: int, agents: int, learners: int, stragglers: int, env_backend: str, num_envs: int,
-         learning_starts: int, seed: int, plot: Path | None) -> None:
+def main(
+    iterations: int,
+    agents: int,
+    learners: int,
+    stragglers: int,
+    env_backend: str,
+    num_envs: int,
+    learning_starts: int,
+    seed: int,
+    plot: Path | None,
+) -> None:
     """Train centralized and coded MADDPG with the same seed and compare their return curves."""
     options = {"learning_starts": learning_starts}
-    common = dict(iterations=iterations, agents=agents, learners=learners, stragglers=stragglers,
-                  delay_s=0.25, env_backend=env_backend, num_envs=num_envs, seed=seed, options=options)
+    common = dict(
+        iterations=iterations,
+        agents=agents,
+        learners=learners,
+        stragglers=stragglers,
+        delay_s=0.25,
+        env_backend=env_backend,
+        num_envs=num_envs,
+        seed=seed,
+        options=options,
+    )
     curves = {
         "centralized": return_curve(False, **common),  # type: ignore[arg-type]
         f"coded (mds, N={learners}, k={stragglers})": return_curve(True, **common),  # type: ignore[arg-type]
@@ -90,7 +125,11 @@ def main(iterations: int, agents: int, learners: int, stragglers: int, env_backe
     if plot is not None:
         plot_parity(curves, plot)
     first, second = curves.values()
-    gaps = [abs(a - b) for a, b in zip(first, second, strict=True) if not (math.isnan(a) or math.isnan(b))]
+    gaps = [
+        abs(a - b)
+        for a, b in zip(first, second, strict=True)
+        if not (math.isnan(a) or math.isnan(b))
+    ]
     click.echo(json.dumps({"curves": curves, "max_abs_difference": max(gaps, default=0.0)}))
 
 

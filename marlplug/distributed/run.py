@@ -51,8 +51,15 @@ TIMELINE_ROUNDS = 40
 #: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
 ITERATION_COLUMNS = ["iteration", "env_steps", "episode_return", "collect_s", "update_s"]
 ROUND_COLUMNS = [
-    "round_clock", "round_round_s", "round_wait_s", "round_decode_s", "round_compute_s_max",
-    "round_learners_used", "round_stragglers", "round_failures", "round_redispatched_agents",
+    "round_clock",
+    "round_round_s",
+    "round_wait_s",
+    "round_decode_s",
+    "round_compute_s_max",
+    "round_learners_used",
+    "round_stragglers",
+    "round_failures",
+    "round_redispatched_agents",
 ]
 
 
@@ -91,7 +98,9 @@ def uses_maddpg_runner(config: MarlplugConfig) -> bool:
     if config.coding is not None:
         return True
     registries = get_plugin_manager().registries
-    algorithm_class = registries["algorithm"].get_component(config.algorithm.name, field="algorithm.name")
+    algorithm_class = registries["algorithm"].get_component(
+        config.algorithm.name, field="algorithm.name"
+    )
     return hasattr(algorithm_class, "bind")
 
 
@@ -152,7 +161,9 @@ def run_coded(
 def _algorithm(config: MarlplugConfig) -> Any:
     """The configured off-policy learner algorithm (it has ``bind``), or a one-line error."""
     registries = get_plugin_manager().registries
-    algorithm_class = registries["algorithm"].get_component(config.algorithm.name, field="algorithm.name")
+    algorithm_class = registries["algorithm"].get_component(
+        config.algorithm.name, field="algorithm.name"
+    )
     if not hasattr(algorithm_class, "bind"):
         if config.coding is not None:
             raise UserError(
@@ -175,7 +186,9 @@ def _run_folder(
     else:
         folder = Path(run_dir)
         if (folder / CHECKPOINT_NAME).exists():
-            raise UserError(f"logging.run_name: {folder} already holds a run; use --resume {folder}")
+            raise UserError(
+                f"logging.run_name: {folder} already holds a run; use --resume {folder}"
+            )
         folder.mkdir(parents=True, exist_ok=True)
     (folder / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
     return folder
@@ -206,7 +219,9 @@ def _log_iteration(logger: Any, log: IterationLog) -> None:
         logger.log_scalar("round_s", round_log.round_s, step=step)
         logger.log_scalar("round_wait_s", round_log.wait_s, step=step)
         logger.log_scalar("round_decode_s", round_log.decode_s, step=step)
-        logger.log_scalar("round_compute_s_max", max(round_log.compute_s.values(), default=0.0), step=step)
+        logger.log_scalar(
+            "round_compute_s_max", max(round_log.compute_s.values(), default=0.0), step=step
+        )
         logger.log_scalar("round_learners_used", float(len(round_log.learners_used)), step=step)
         logger.log_scalar("round_stragglers", float(len(round_log.stragglers)), step=step)
         logger.log_scalar("round_failures", float(len(round_log.failures)), step=step)
@@ -244,14 +259,19 @@ def run_maddpg(
 
     algorithm = _algorithm(config)
     env = make_env(
-        config.env.name, backend=config.env.backend, seed=config.seed, **config.env.options.model_dump()
+        config.env.name,
+        backend=config.env.backend,
+        seed=config.seed,
+        **config.env.options.model_dump(),
     )
     program = algorithm.bind(MultiAgentEnvAdapter(env).agents)
     state: dict[str, Any] | None = None
     if resume_dir is not None:
         state = load_checkpoint(resume_dir / CHECKPOINT_NAME)
         if RUNNER_KEY not in state:
-            raise UserError(f"--resume: {resume_dir / CHECKPOINT_NAME} is not a MADDPG run's checkpoint")
+            raise UserError(
+                f"--resume: {resume_dir / CHECKPOINT_NAME} is not a MADDPG run's checkpoint"
+            )
     folder = _run_folder(config, run_dir, resume_dir)
     total = iterations if iterations is not None else config.train.updates
     if config.coding is None:
@@ -299,7 +319,10 @@ def _train(
     logger = make_logger(config.logging.backend, folder)
     show = config.logging.progress if progress is None else progress
     start_steps, start = runner.env_steps, time.perf_counter()
-    with ProgressBar(show, total, runner.iterations) as advance, result.rounds_csv.open("a", newline="") as rows:
+    with (
+        ProgressBar(show, total, runner.iterations) as advance,
+        result.rounds_csv.open("a", newline="") as rows,
+    ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
         while runner.iterations < total:
             log = runner.step()
@@ -308,7 +331,7 @@ def _train(
             writer.writerow(log.as_row())
             rows.flush()
             if log.round is not None:
-                round_logs = [*round_logs[-(TIMELINE_ROUNDS - 1):], log.round]
+                round_logs = [*round_logs[-(TIMELINE_ROUNDS - 1) :], log.round]
             if not math.isnan(log.episode_return):
                 history.append((log.env_steps, log.episode_return))
             if runner.iterations % config.train.checkpoint_every == 0 or runner.iterations == total:

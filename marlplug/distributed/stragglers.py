@@ -62,7 +62,11 @@ class StragglerModel:
         late: set[int] = set()
         if self.model == "fixed":
             count = min(self.count, len(active))
-            late = {int(j) for j in self._rng.choice(active, size=count, replace=False)} if count else set()
+            late = (
+                {int(j) for j in self._rng.choice(active, size=count, replace=False)}
+                if count
+                else set()
+            )
         else:
             draws = self._rng.random(len(active))
             late = {j for j, u in zip(active, draws, strict=True) if u < self.probability}

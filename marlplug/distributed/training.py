@@ -89,7 +89,9 @@ class MaddpgRunner:
         >>> logs = runner.run(iterations=3)  # doctest: +SKIP
     """
 
-    def __init__(self, env: EnvBase, program: MaddpgProgram, updater: Updater, *, seed: int) -> None:
+    def __init__(
+        self, env: EnvBase, program: MaddpgProgram, updater: Updater, *, seed: int
+    ) -> None:
         self.program = program
         self.updater = updater
         self.collector = ExperienceCollector(env, program, seed=seed)
@@ -121,7 +123,9 @@ class MaddpgRunner:
         update_s = time.perf_counter() - start
         finished = self.collector.episode_returns[seen:]
         episode_return = sum(finished) / len(finished) if finished else math.nan
-        log = IterationLog(self.iterations, self.env_steps, episode_return, collect_s, update_s, round_log)
+        log = IterationLog(
+            self.iterations, self.env_steps, episode_return, collect_s, update_s, round_log
+        )
         self.iterations += 1
         return log
 

@@ -44,7 +44,12 @@ def time_steps(env: EnvBase, tensordict: Any, steps: int) -> tuple[float, Any]:
 
 
 def compare(
-    scenario: str, agents: int, *, backends: tuple[str, ...], steps: int, trials: int,
+    scenario: str,
+    agents: int,
+    *,
+    backends: tuple[str, ...],
+    steps: int,
+    trials: int,
     vmas_envs: int,
 ) -> list[dict[str, Any]]:
     """Interleaved trials of every backend on one scenario; one row per backend.
@@ -57,8 +62,13 @@ def compare(
     torch.manual_seed(0)
     with torch.no_grad():
         for backend in backends:
-            env = make_env(scenario, backend=backend, num_envs=num_envs[backend], seed=0,
-                           **scenario_options(scenario, agents))
+            env = make_env(
+                scenario,
+                backend=backend,
+                num_envs=num_envs[backend],
+                seed=0,
+                **scenario_options(scenario, agents),
+            )
             _, states[backend] = time_steps(env, env.reset(), 3)  # warm-up
             envs[backend] = env
         rates: dict[str, list[float]] = {backend: [] for backend in backends}
@@ -69,13 +79,16 @@ def compare(
     for env in envs.values():
         env.close()
     medians = {backend: statistics.median(values) for backend, values in rates.items()}
-    ratio = (round(medians["vmas"] / medians["mpe"], 1)
-             if {"mpe", "vmas"} <= set(medians) else None)
+    ratio = round(medians["vmas"] / medians["mpe"], 1) if {"mpe", "vmas"} <= set(medians) else None
     return [
         {
-            "backend": backend, "scenario": scenario, "agents": agents,
-            "num_envs": num_envs[backend], "steps_per_s": round(medians[backend], 1),
-            "trials": trials, "trial_steps_per_s": [round(rate, 1) for rate in rates[backend]],
+            "backend": backend,
+            "scenario": scenario,
+            "agents": agents,
+            "num_envs": num_envs[backend],
+            "steps_per_s": round(medians[backend], 1),
+            "trials": trials,
+            "trial_steps_per_s": [round(rate, 1) for rate in rates[backend]],
             "ratio": ratio,
         }
         for backend in backends
@@ -83,8 +96,13 @@ def compare(
 
 
 def run_benchmark(
-    *, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, trials: int,
-    vmas_envs: int, threads: int | None = None,
+    *,
+    agents: tuple[int, ...],
+    scenarios: tuple[str, ...],
+    steps: int,
+    trials: int,
+    vmas_envs: int,
+    threads: int | None = None,
 ) -> list[dict[str, Any]]:
     """Measure every installed backend on ``scenarios`` x ``agents``; one row per measurement.
 
@@ -105,8 +123,14 @@ def run_benchmark(
         rows: list[dict[str, Any]] = []
         for scenario in scenarios:
             for count in agents:
-                rows += compare(scenario, count, backends=backends, steps=steps, trials=trials,
-                                vmas_envs=vmas_envs)
+                rows += compare(
+                    scenario,
+                    count,
+                    backends=backends,
+                    steps=steps,
+                    trials=trials,
+                    vmas_envs=vmas_envs,
+                )
     finally:
         torch.set_num_threads(previous)
     for row in rows:
@@ -116,40 +140,92 @@ def run_benchmark(
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The human table: one line per row, the ratio on the vmas line."""
-    lines = [f"{'scenario':<24}{'M':>3}  {'backend':<6}{'num_envs':>9}{'steps/s':>12}"
-             f"{'trials':>8}{'vmas/mpe':>10}"]
+    lines = [
+        f"{'scenario':<24}{'M':>3}  {'backend':<6}{'num_envs':>9}{'steps/s':>12}"
+        f"{'trials':>8}{'vmas/mpe':>10}"
+    ]
     for row in rows:
-        ratio = f"{row['ratio']:,.0f}x" if row["ratio"] is not None and row["backend"] == "vmas" else ""
-        lines.append(f"{row['scenario']:<24}{row['agents']:>3}  {row['backend']:<6}"
-                     f"{row['num_envs']:>9}{row['steps_per_s']:>12,.0f}{row['trials']:>8}"
-                     f"{ratio:>10}")
+        ratio = (
+            f"{row['ratio']:,.0f}x" if row["ratio"] is not None and row["backend"] == "vmas" else ""
+        )
+        lines.append(
+            f"{row['scenario']:<24}{row['agents']:>3}  {row['backend']:<6}"
+            f"{row['num_envs']:>9}{row['steps_per_s']:>12,.0f}{row['trials']:>8}"
+            f"{ratio:>10}"
+        )
     return "\n".join(lines)
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
-@click.option("--agents", "agents", multiple=True, type=int, default=(3, 8), show_default=True,
-              help="Numbers of agents M (repeat the option).")
-@click.option("--scenario", "scenarios", multiple=True, type=click.Choice(SCENARIOS),
-              default=SCENARIOS, help="Scenarios to measure (repeat the option); default all.")
-@click.option("--steps", default=100, show_default=True, type=click.IntRange(min=1),
-              help="Env steps per timed trial.")
-@click.option("--trials", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Interleaved timed trials per backend; rows report the median.")
-@click.option("--vmas-envs", default=1024, show_default=True, type=click.IntRange(min=1),
-              help="Batch size on VMAS.")
-@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
-              help="torch intra-op threads (1 avoids thread contention on shared machines).")
-@click.option("--quick", is_flag=True,
-              help="Smoke run in seconds: M = 3, 5 steps, 2 trials, 32 VMAS envs.")
+@click.option(
+    "--agents",
+    "agents",
+    multiple=True,
+    type=int,
+    default=(3, 8),
+    show_default=True,
+    help="Numbers of agents M (repeat the option).",
+)
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Choice(SCENARIOS),
+    default=SCENARIOS,
+    help="Scenarios to measure (repeat the option); default all.",
+)
+@click.option(
+    "--steps",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Env steps per timed trial.",
+)
+@click.option(
+    "--trials",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Interleaved timed trials per backend; rows report the median.",
+)
+@click.option(
+    "--vmas-envs",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Batch size on VMAS.",
+)
+@click.option(
+    "--threads",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="torch intra-op threads (1 avoids thread contention on shared machines).",
+)
+@click.option(
+    "--quick", is_flag=True, help="Smoke run in seconds: M = 3, 5 steps, 2 trials, 32 VMAS envs."
+)
 def envs(
-    as_json: bool, agents: tuple[int, ...], scenarios: tuple[str, ...], steps: int, trials: int,
-    vmas_envs: int, threads: int, quick: bool,
+    as_json: bool,
+    agents: tuple[int, ...],
+    scenarios: tuple[str, ...],
+    steps: int,
+    trials: int,
+    vmas_envs: int,
+    threads: int,
+    quick: bool,
 ) -> None:
     """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials."""
     if quick:
         # A smoke run of every scenario in seconds; the numbers are not meaningful.
         agents, steps, trials, vmas_envs = (3,), 5, 2, 32
-    rows = run_benchmark(agents=agents, scenarios=scenarios, steps=steps, trials=trials,
-                         vmas_envs=vmas_envs, threads=threads)
+    rows = run_benchmark(
+        agents=agents,
+        scenarios=scenarios,
+        steps=steps,
+        trials=trials,
+        vmas_envs=vmas_envs,
+        threads=threads,
+    )
     click.echo(json.dumps(rows, indent=2) if as_json else format_table(rows))

@@ -72,7 +72,8 @@ def check_landmarks(value: int | None, info: ValidationInfo, *, minimum: int = 1
     """Shared check for an optional ``landmarks`` count (``None`` picks the scenario default)."""
     if value is not None and value < minimum:
         raise PydanticCustomError(
-            "too_few_landmarks", "must be at least {minimum} (or null for the default)",
+            "too_few_landmarks",
+            "must be at least {minimum} (or null for the default)",
             {"minimum": minimum},
         )
     return value

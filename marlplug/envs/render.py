@@ -80,4 +80,3 @@ def rollout_frames(
                 break
             tensordict = step_mdp(tensordict)
     return frames
-

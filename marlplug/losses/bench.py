@@ -67,7 +67,9 @@ def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
 
 def _batch(model: JointActorCritic, rows: int) -> TensorDict:
     n_agents = model.group_sizes["agent"]
-    td = TensorDict({("agent", "observation"): torch.randn(rows, n_agents, OBSERVATION_DIM)}, batch_size=[rows])
+    td = TensorDict(
+        {("agent", "observation"): torch.randn(rows, n_agents, OBSERVATION_DIM)}, batch_size=[rows]
+    )
     with torch.no_grad():
         model.policy(td)
         model.critics["agent"](td)
@@ -80,20 +82,38 @@ def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
     losses = []
     for _ in range(n_agents):
         actor_net = nn.Sequential(
-            nn.Linear(OBSERVATION_DIM, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(OBSERVATION_DIM, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
             nn.Linear(hidden, N_ACTIONS),
         )
         actor = ProbabilisticActor(
             TensorDictModule(actor_net, in_keys=["observation"], out_keys=["logits"]),
-            in_keys=["logits"], out_keys=["action"], distribution_class=Categorical, return_log_prob=True,
+            in_keys=["logits"],
+            out_keys=["action"],
+            distribution_class=Categorical,
+            return_log_prob=True,
         )
         critic_net = nn.Sequential(
-            nn.Linear(OBSERVATION_DIM * n_agents, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(OBSERVATION_DIM * n_agents, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
             nn.Linear(hidden, 1),
         )
-        critic = TensorDictModule(critic_net, in_keys=["all_observations"], out_keys=["state_value"])
-        loss = ClipPPOLoss(actor, critic, loss_critic_type="l2", normalize_advantage=True, clip_value=0.2,
-                           entropy_coeff=0.01, critic_coeff=0.5)
+        critic = TensorDictModule(
+            critic_net, in_keys=["all_observations"], out_keys=["state_value"]
+        )
+        loss = ClipPPOLoss(
+            actor,
+            critic,
+            loss_critic_type="l2",
+            normalize_advantage=True,
+            clip_value=0.2,
+            entropy_coeff=0.01,
+            critic_coeff=0.5,
+        )
         loss.set_keys(sample_log_prob="action_log_prob")
         losses.append(loss)
     return losses
@@ -118,13 +138,22 @@ def _agent_batches(batch: TensorDict) -> list[TensorDict]:
     ]
 
 
-def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int = 10) -> dict[str, float]:
+def measure(
+    n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int = 10
+) -> dict[str, float]:
     """One row of the benchmark: timings (ms) for ``n_agents`` agents."""
     torch.manual_seed(0)
     model = JointActorCritic(
-        [GroupSpec(group="agent", agent_names=tuple(f"a{i}" for i in range(n_agents)),
-                   observation_dim=OBSERVATION_DIM, n_actions=N_ACTIONS)],
-        hidden_size=hidden, feature_dim=hidden,
+        [
+            GroupSpec(
+                group="agent",
+                agent_names=tuple(f"a{i}" for i in range(n_agents)),
+                observation_dim=OBSERVATION_DIM,
+                n_actions=N_ACTIONS,
+            )
+        ],
+        hidden_size=hidden,
+        feature_dim=hidden,
     )
     joint_loss = JointPPOLoss(actor_network=model.actors, critic_network=model.critics)
     ppo = PPO()
@@ -136,7 +165,9 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
 
     separate = _separate_losses(n_agents, hidden)
     agent_batches = _agent_batches(batch)
-    separate_optimizer = torch.optim.Adam([p for loss in separate for p in loss.parameters()], lr=1e-4)
+    separate_optimizer = torch.optim.Adam(
+        [p for loss in separate for p in loss.parameters()], lr=1e-4
+    )
 
     def separate_step() -> None:
         separate_optimizer.zero_grad()
@@ -150,7 +181,9 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
         separate_optimizer.step()
 
     features = [torch.randn(rows, hidden, requires_grad=True) for _ in range(n_agents)]
-    standardized = standardize_columns(torch.cat([f.detach() for f in features], 1), 1e-5).requires_grad_()
+    standardized = standardize_columns(
+        torch.cat([f.detach() for f in features], 1), 1e-5
+    ).requires_grad_()
 
     def backward(function: Callable[[], torch.Tensor]) -> Callable[[], None]:
         return lambda: function().backward()
@@ -166,7 +199,11 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
         repeats=repeats,
     )
     joint_ms, separate_ms = timings["joint"], timings["separate"]
-    redundancy_ms, pairloop_ms, floor_ms = timings["redundancy"], timings["pairloop"], timings["floor"]
+    redundancy_ms, pairloop_ms, floor_ms = (
+        timings["redundancy"],
+        timings["pairloop"],
+        timings["floor"],
+    )
     return {
         "agents": n_agents,
         "joint_ms": round(joint_ms, 3),
@@ -182,13 +219,19 @@ def measure(n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int =
 
 
 @click.command()
-@click.option("--agents", "agent_counts", multiple=True, type=int, default=(2, 8, 32), show_default=True)
+@click.option(
+    "--agents", "agent_counts", multiple=True, type=int, default=(2, 8, 32), show_default=True
+)
 @click.option("--rows", default=1000, show_default=True, help="Minibatch rows B.")
 @click.option("--hidden", default=64, show_default=True, help="Hidden units (and feature width).")
-@click.option("--repeats", default=10, show_default=True, help="Timed repetitions (median reported).")
+@click.option(
+    "--repeats", default=10, show_default=True, help="Timed repetitions (median reported)."
+)
 @click.option("--threads", default=1, show_default=True, help="torch threads.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
-def loss(agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, threads: int, as_json: bool) -> None:
+def loss(
+    agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, threads: int, as_json: bool
+) -> None:
     """JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor."""
     torch.set_num_threads(threads)
     results = [measure(m, rows=rows, hidden=hidden, repeats=repeats) for m in agent_counts]
@@ -199,6 +242,14 @@ def loss(agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, th
     header = ("M", "joint", "separate", "speedup", "redund.", "pairloop", "floor", "red/joint")
     click.echo("".join(f"{h:>11}" for h in header))
     for r in results:
-        cells = (r["agents"], r["joint_ms"], r["separate_ms"], r["speedup"], r["redundancy_ms"],
-                 r["redundancy_pairloop_ms"], r["redundancy_floor_ms"], r["redundancy_ratio"])
+        cells = (
+            r["agents"],
+            r["joint_ms"],
+            r["separate_ms"],
+            r["speedup"],
+            r["redundancy_ms"],
+            r["redundancy_pairloop_ms"],
+            r["redundancy_floor_ms"],
+            r["redundancy_ratio"],
+        )
         click.echo("".join(f"{c:>11}" for c in cells))

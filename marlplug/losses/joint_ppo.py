@@ -245,7 +245,10 @@ class JointPPOLoss(LossModule):
 
     def _terms(self, tensordict: TensorDictBase) -> dict[str, dict[str, torch.Tensor]]:
         tensordict = tensordict.clone(False)
-        if any((group, self.tensor_keys.advantage) not in tensordict.keys(True) for group in self.groups):
+        if any(
+            (group, self.tensor_keys.advantage) not in tensordict.keys(True)
+            for group in self.groups
+        ):
             self.value_estimator(tensordict)
         return {group: self._group_terms(tensordict, group) for group in self.groups}
 
@@ -376,5 +379,7 @@ class JointPPOLoss(LossModule):
 
 def sum_losses(losses: TensorDictBase, names: Sequence[str] | None = None) -> torch.Tensor:
     """L_total: the sum of the top-level ``loss_*`` entries (or of ``names``)."""
-    keys = names or [key for key in losses.keys() if isinstance(key, str) and key.startswith("loss_")]  # noqa: SIM118
+    # TensorDict iterates over its batch dimension, not its keys: .keys() is needed.
+    loss_keys = [key for key in losses.keys() if isinstance(key, str)]  # noqa: SIM118
+    keys = names or [key for key in loss_keys if key.startswith("loss_")]
     return torch.stack([losses.get(key) for key in keys]).sum()

@@ -36,7 +36,9 @@ def standardize_columns(features: torch.Tensor, eps: float) -> torch.Tensor:
     return (features - mean) * torch.rsqrt(var + eps)
 
 
-def _reduce_pairs(pair_sum: torch.Tensor, num_agents: int, pair_reduction: PairReduction) -> torch.Tensor:
+def _reduce_pairs(
+    pair_sum: torch.Tensor, num_agents: int, pair_reduction: PairReduction
+) -> torch.Tensor:
     if pair_reduction == "mean":
         return pair_sum / (num_agents * (num_agents - 1) / 2)
     return pair_sum
@@ -154,7 +156,9 @@ class RedundancyLoss(AuxLoss):
     ) -> None:
         super().__init__()
         if pair_reduction not in ("sum", "mean"):
-            raise UserError(f"redundancy.pair_reduction: got {pair_reduction!r}; choose sum or mean")
+            raise UserError(
+                f"redundancy.pair_reduction: got {pair_reduction!r}; choose sum or mean"
+            )
         self.coef = coef
         self.eps = eps
         self.pair_reduction: PairReduction = pair_reduction

@@ -58,7 +58,9 @@ class GroupSpec:
     action_high: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.continuous and not (len(self.action_low) == len(self.action_high) == self.n_actions):
+        if self.continuous and not (
+            len(self.action_low) == len(self.action_high) == self.n_actions
+        ):
             raise UserError(
                 f"group '{self.group}': continuous actions need action_low and action_high with "
                 f"{self.n_actions} entries, got {len(self.action_low)} and {len(self.action_high)}"
@@ -72,7 +74,9 @@ class GroupSpec:
 def _bounds(values: torch.Tensor, group: str, what: str) -> tuple[float, ...]:
     per_dimension = values.reshape(-1, values.shape[-1])
     if not torch.equal(per_dimension, per_dimension[:1].expand_as(per_dimension)):
-        raise UserError(f"group '{group}': action {what} bounds differ between agents; not supported")
+        raise UserError(
+            f"group '{group}': action {what} bounds differ between agents; not supported"
+        )
     return tuple(float(v) for v in per_dimension[0])
 
 
@@ -173,7 +177,11 @@ class GroupActorCritic(nn.Module):
             # TanhNormal squashed into the env's action bounds.
             self.policy_head = TensorDictModule(
                 nn.Sequential(
-                    StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=2 * spec.n_actions),
+                    StackedLinear(
+                        n_agents=spec.n_agents,
+                        in_features=feature_dim,
+                        out_features=2 * spec.n_actions,
+                    ),
                     NormalParamExtractor(),
                 ),
                 in_keys=[(group, FEATURES)],
@@ -194,7 +202,9 @@ class GroupActorCritic(nn.Module):
             self.rollout_policy: TensorDictModuleBase = self.actor
         else:
             self.policy_head = TensorDictModule(
-                StackedLinear(n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions),
+                StackedLinear(
+                    n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions
+                ),
                 in_keys=[(group, FEATURES)],
                 out_keys=[(group, LOGITS)],
             )
@@ -299,7 +309,9 @@ class JointActorCritic(nn.Module):
     @property
     def agent_names(self) -> list[tuple[str, str]]:
         """``(group, agent)`` pairs in the documented agent order."""
-        return [(nets.spec.group, name) for nets in self._group_nets() for name in nets.spec.agent_names]
+        return [
+            (nets.spec.group, name) for nets in self._group_nets() for name in nets.spec.agent_names
+        ]
 
     @property
     def group_sizes(self) -> dict[str, int]:

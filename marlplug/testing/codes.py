@@ -58,7 +58,9 @@ def check_rejects_too_few_learners(scheme: Any) -> None:
         scheme.assignment_matrix(4, 3, 0)
 
 
-def _decode(decoder: Decoder, theta: torch.Tensor, order: list[int], matrix: np.ndarray) -> list[int]:
+def _decode(
+    decoder: Decoder, theta: torch.Tensor, order: list[int], matrix: np.ndarray
+) -> list[int]:
     """Feed results in ``order`` until decodable; return the learners used."""
     used = []
     coded = torch.as_tensor(matrix) @ theta
@@ -83,7 +85,9 @@ def check_round_trip(
     num_learners, num_agents = matrix.shape
     theta = torch.as_tensor(rng.standard_normal((num_agents, 7)))
     for attempt in range(orders + 1):
-        order = list(range(num_learners)) if attempt == 0 else rng.permutation(num_learners).tolist()
+        order = (
+            list(range(num_learners)) if attempt == 0 else rng.permutation(num_learners).tolist()
+        )
         decoder = make_decoder(matrix, scheme=scheme)
         used = _decode(decoder, theta, order, matrix)
         where = f"{scheme!r}: learners {sorted(used)}"
@@ -91,7 +95,9 @@ def check_round_trip(
             error = float((decoder.decode() - theta).norm() / theta.norm())
             assert error <= MAX_RELATIVE_ERROR, f"{where}: relative error {error:.3g}"
         else:
-            assert not (attempt == 0 and well_conditioned), f"{where}: every learner answered, not decodable"
+            assert not (attempt == 0 and well_conditioned), (
+                f"{where}: every learner answered, not decodable"
+            )
             with pytest.raises(NotDecodableError):
                 decoder.decode()
 

@@ -40,7 +40,9 @@ class AgentGroupParameters:
                 )
 
 
-def group_parameters(modules_by_group: Mapping[str, Sequence[nn.Module]]) -> list[AgentGroupParameters]:
+def group_parameters(
+    modules_by_group: Mapping[str, Sequence[nn.Module]],
+) -> list[AgentGroupParameters]:
     """Collect each group's stacked parameters from its modules (actor, critic, ...)."""
     groups = []
     for group, modules in modules_by_group.items():
@@ -138,7 +140,9 @@ def adam_update(
     bias_correction1 = 1 - beta1**steps
     bias_correction2_sqrt = (1 - beta2**steps).sqrt()
     step_size = _broadcastable((lr / bias_correction1).to(param.dtype), param)
-    denom = (new_exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add(eps)
+    denom = (
+        new_exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)
+    ).add(eps)
     new_param = param - step_size * (new_exp_avg / denom)
     return new_param, new_exp_avg, new_exp_avg_sq, step
 
@@ -162,7 +166,9 @@ def adam_update_(
     bias_correction1 = 1 - beta1**steps
     bias_correction2_sqrt = (1 - beta2**steps).sqrt()
     step_size = _broadcastable((lr / bias_correction1).to(param.dtype), param)
-    denom = (exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add_(eps)
+    denom = (exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add_(
+        eps
+    )
     param.sub_(step_size * (exp_avg / denom))
 
 

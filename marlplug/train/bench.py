@@ -58,47 +58,95 @@ def plain_torchrl_mappo(settings: BenchSettings, *, seed: int) -> tuple[float, f
     observation_dim = env.observation_spec[group, "observation"].shape[-1]
     n_actions = env.full_action_spec[group, "action"].space.n
     policy_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim, n_agent_outputs=n_actions, n_agents=agents, centralized=False,
-        share_params=False, depth=2, num_cells=settings.hidden, activation_class=torch.nn.Tanh,
+        n_agent_inputs=observation_dim,
+        n_agent_outputs=n_actions,
+        n_agents=agents,
+        centralized=False,
+        share_params=False,
+        depth=2,
+        num_cells=settings.hidden,
+        activation_class=torch.nn.Tanh,
     )
     policy = ProbabilisticActor(
-        TensorDictModule(policy_net, in_keys=[(group, "observation")], out_keys=[(group, "logits")]),
-        in_keys={"logits": (group, "logits")}, out_keys=[(group, "action")],
-        distribution_class=Categorical, return_log_prob=True, log_prob_key=(group, "action_log_prob"),
+        TensorDictModule(
+            policy_net, in_keys=[(group, "observation")], out_keys=[(group, "logits")]
+        ),
+        in_keys={"logits": (group, "logits")},
+        out_keys=[(group, "action")],
+        distribution_class=Categorical,
+        return_log_prob=True,
+        log_prob_key=(group, "action_log_prob"),
     )
     critic_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim, n_agent_outputs=1, n_agents=agents, centralized=True,
-        share_params=False, depth=2, num_cells=settings.hidden, activation_class=torch.nn.Tanh,
+        n_agent_inputs=observation_dim,
+        n_agent_outputs=1,
+        n_agents=agents,
+        centralized=True,
+        share_params=False,
+        depth=2,
+        num_cells=settings.hidden,
+        activation_class=torch.nn.Tanh,
     )
-    critic = TensorDictModule(critic_net, in_keys=[(group, "observation")], out_keys=[(group, "state_value")])
+    critic = TensorDictModule(
+        critic_net, in_keys=[(group, "observation")], out_keys=[(group, "state_value")]
+    )
     frames_per_batch = settings.frames_per_batch
-    collector = Collector(env, policy, frames_per_batch=frames_per_batch,
-                          total_frames=frames_per_batch * settings.updates, auto_register_policy_transforms=False)
-    replay_buffer = ReplayBuffer(storage=LazyTensorStorage(frames_per_batch),
-                                 sampler=SamplerWithoutReplacement(), batch_size=settings.minibatch)
-    loss_module = ClipPPOLoss(actor_network=policy, critic_network=critic, clip_epsilon=settings.clip_epsilon,
-                              clip_value=settings.clip_value, entropy_coeff=settings.entropy_coeff,
-                              critic_coeff=settings.critic_coeff, normalize_advantage=True,
-                              normalize_advantage_exclude_dims=(-2,),
-                              loss_critic_type="l2")
-    loss_module.set_keys(reward=(group, "reward"), action=(group, "action"),
-                         sample_log_prob=(group, "action_log_prob"), value=(group, "state_value"),
-                         done=(group, "done"), terminated=(group, "terminated"),
-                         advantage=(group, "advantage"), value_target=(group, "value_target"))
-    loss_module.make_value_estimator(ValueEstimators.GAE, gamma=settings.gamma, lmbda=settings.lmbda)
+    collector = Collector(
+        env,
+        policy,
+        frames_per_batch=frames_per_batch,
+        total_frames=frames_per_batch * settings.updates,
+        auto_register_policy_transforms=False,
+    )
+    replay_buffer = ReplayBuffer(
+        storage=LazyTensorStorage(frames_per_batch),
+        sampler=SamplerWithoutReplacement(),
+        batch_size=settings.minibatch,
+    )
+    loss_module = ClipPPOLoss(
+        actor_network=policy,
+        critic_network=critic,
+        clip_epsilon=settings.clip_epsilon,
+        clip_value=settings.clip_value,
+        entropy_coeff=settings.entropy_coeff,
+        critic_coeff=settings.critic_coeff,
+        normalize_advantage=True,
+        normalize_advantage_exclude_dims=(-2,),
+        loss_critic_type="l2",
+    )
+    loss_module.set_keys(
+        reward=(group, "reward"),
+        action=(group, "action"),
+        sample_log_prob=(group, "action_log_prob"),
+        value=(group, "state_value"),
+        done=(group, "done"),
+        terminated=(group, "terminated"),
+        advantage=(group, "advantage"),
+        value_target=(group, "value_target"),
+    )
+    loss_module.make_value_estimator(
+        ValueEstimators.GAE, gamma=settings.gamma, lmbda=settings.lmbda
+    )
     optimizer = torch.optim.Adam(loss_module.parameters(), lr=settings.lr)
     final_return = None
     start = time.perf_counter()
     for tensordict_data in collector:
         with torch.no_grad():
-            loss_module.value_estimator(tensordict_data, params=loss_module.critic_network_params,
-                                        target_params=loss_module.target_critic_network_params)
+            loss_module.value_estimator(
+                tensordict_data,
+                params=loss_module.critic_network_params,
+                target_params=loss_module.target_critic_network_params,
+            )
         replay_buffer.extend(tensordict_data.reshape(-1))
         for _ in range(settings.epochs):
             for _ in range(frames_per_batch // settings.minibatch):
                 subdata = replay_buffer.sample()
                 loss_vals = loss_module(subdata)
-                loss_value = loss_vals["loss_objective"] + loss_vals["loss_critic"] + loss_vals["loss_entropy"]
+                loss_value = (
+                    loss_vals["loss_objective"]
+                    + loss_vals["loss_critic"]
+                    + loss_vals["loss_entropy"]
+                )
                 loss_value.backward()
                 torch.nn.utils.clip_grad_norm_(loss_module.parameters(), settings.max_grad_norm)
                 optimizer.step()
@@ -111,22 +159,40 @@ def plain_torchrl_mappo(settings: BenchSettings, *, seed: int) -> tuple[float, f
     return frames_per_batch * settings.updates / seconds, final_return
 
 
-def marlplug_train(settings: BenchSettings, *, seed: int, threads: int) -> tuple[float, float | None]:
+def marlplug_train(
+    settings: BenchSettings, *, seed: int, threads: int
+) -> tuple[float, float | None]:
     """``marlplug train`` (checkpoints, CSV metrics included) with the same settings."""
     with tempfile.TemporaryDirectory() as folder:
         config = load_config(
-            data={"seed": seed, "env": {"name": "cooperative_navigation", "agents": settings.agents},
-                  "losses": [{"name": "clip_ppo", "clip_range": settings.clip_epsilon,
-                              "clip_range_vf": settings.clip_value, "ent_coef": settings.entropy_coeff,
-                              "vf_coef": settings.critic_coeff}]},
+            data={
+                "seed": seed,
+                "env": {"name": "cooperative_navigation", "agents": settings.agents},
+                "losses": [
+                    {
+                        "name": "clip_ppo",
+                        "clip_range": settings.clip_epsilon,
+                        "clip_range_vf": settings.clip_value,
+                        "ent_coef": settings.entropy_coeff,
+                        "vf_coef": settings.critic_coeff,
+                    }
+                ],
+            },
             overrides=[
-                f"train.updates={settings.updates}", f"train.rollout_steps={settings.frames_per_batch}",
-                f"train.minibatch_size={settings.minibatch}", f"train.n_epochs={settings.epochs}",
-                "train.iterate_all_minibatches=true", f"train.lr={settings.lr}",
-                f"train.max_grad_norm={settings.max_grad_norm}", f"train.gamma={settings.gamma}",
-                f"train.gae_lambda={settings.lmbda}", f"train.torch_threads={threads}",
-                f"logging.dir={folder}", "logging.progress=false",
-                f"algorithm.hidden_size={settings.hidden}", f"algorithm.feature_dim={settings.hidden}",
+                f"train.updates={settings.updates}",
+                f"train.rollout_steps={settings.frames_per_batch}",
+                f"train.minibatch_size={settings.minibatch}",
+                f"train.n_epochs={settings.epochs}",
+                "train.iterate_all_minibatches=true",
+                f"train.lr={settings.lr}",
+                f"train.max_grad_norm={settings.max_grad_norm}",
+                f"train.gamma={settings.gamma}",
+                f"train.gae_lambda={settings.lmbda}",
+                f"train.torch_threads={threads}",
+                f"logging.dir={folder}",
+                "logging.progress=false",
+                f"algorithm.hidden_size={settings.hidden}",
+                f"algorithm.feature_dim={settings.hidden}",
             ],
         )
         result = run_training(config)
@@ -140,20 +206,42 @@ def _median(values: list[float | None]) -> float | None:
 
 @click.command()
 @click.option("--agents", default=3, show_default=True)
-@click.option("--updates", default=5, show_default=True, help="Updates (rollouts) per trial and side.")
+@click.option(
+    "--updates", default=5, show_default=True, help="Updates (rollouts) per trial and side."
+)
 @click.option("--frames-per-batch", default=1000, show_default=True)
 @click.option("--minibatch", default=250, show_default=True)
 @click.option("--epochs", default=4, show_default=True)
-@click.option("--trials", default=3, show_default=True, help="Interleaved trials; medians are reported.")
-@click.option("--threads", default=1, show_default=True, help="torch threads, the same for both sides.")
+@click.option(
+    "--trials", default=3, show_default=True, help="Interleaved trials; medians are reported."
+)
+@click.option(
+    "--threads", default=1, show_default=True, help="torch threads, the same for both sides."
+)
 @click.option("--seed", default=0, show_default=True, help="Trial t uses seed + t on both sides.")
-@click.option("--json", "as_json", is_flag=True, help="Print marlplug_fps, torchrl_fps, ratio, returns.")
-def train(agents: int, updates: int, frames_per_batch: int, minibatch: int, epochs: int, trials: int,
-          threads: int, seed: int, as_json: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print marlplug_fps, torchrl_fps, ratio, returns."
+)
+def train(
+    agents: int,
+    updates: int,
+    frames_per_batch: int,
+    minibatch: int,
+    epochs: int,
+    trials: int,
+    threads: int,
+    seed: int,
+    as_json: bool,
+) -> None:
     """`marlplug train` vs a plain TorchRL MAPPO pipeline: frames/s and final mean return."""
     torch.set_num_threads(threads)
-    settings = BenchSettings(agents=agents, updates=updates, frames_per_batch=frames_per_batch,
-                             minibatch=minibatch, epochs=epochs)
+    settings = BenchSettings(
+        agents=agents,
+        updates=updates,
+        frames_per_batch=frames_per_batch,
+        minibatch=minibatch,
+        epochs=epochs,
+    )
     runs: dict[str, list[tuple[float, float | None]]] = {"marlplug": [], "torchrl": []}
     for trial in range(trials):
         order = ["marlplug", "torchrl"] if trial % 2 == 0 else ["torchrl", "marlplug"]

@@ -29,7 +29,11 @@ MODEL_KEY = "model"
 
 def rng_states() -> dict[str, Any]:
     """torch, numpy and Python RNG states."""
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+    }
 
 
 def restore_rng_states(states: dict[str, Any]) -> None:
@@ -89,7 +93,9 @@ def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> JointActorC
         )
     state = load_checkpoint(path, option="--checkpoint")
     if MODEL_KEY not in state:
-        raise UserError(f"--checkpoint: {path} holds no '{MODEL_KEY}' entry; was it written by marlplug train?")
+        raise UserError(
+            f"--checkpoint: {path} holds no '{MODEL_KEY}' entry; was it written by marlplug train?"
+        )
     model = algorithm_cls(**config.algorithm.options.model_dump()).build_model(env)
     try:
         model.load_state_dict(state[MODEL_KEY])

@@ -38,7 +38,9 @@ class TrainSection(BaseModel):
         10, ge=1, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
     torch_threads: int | None = Field(
-        1, ge=1, description="torch intra-op threads (small networks run fastest on one); null: torch's default."
+        1,
+        ge=1,
+        description="torch intra-op threads (small networks run fastest on one); null: torch's default.",
     )
 
 

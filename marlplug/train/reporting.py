@@ -47,8 +47,12 @@ def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: 
         if len(returns) >= 2 * SMOOTHING_WINDOW:
             window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
             smoothed = np.convolve(returns, window, mode="valid")
-            axes.plot(frames[SMOOTHING_WINDOW - 1 :], smoothed, linewidth=2,
-                      label=f"mean of last {SMOOTHING_WINDOW}")
+            axes.plot(
+                frames[SMOOTHING_WINDOW - 1 :],
+                smoothed,
+                linewidth=2,
+                label=f"mean of last {SMOOTHING_WINDOW}",
+            )
             axes.legend(loc="lower right")
     axes.set_xlabel("environment frames")
     axes.set_ylabel("mean episode return")
@@ -94,11 +98,17 @@ class ProgressBar:
             )
 
             self.bar = Progress(
-                TextColumn(f"[bold]{self.label}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.description}"), TimeRemainingColumn(), transient=False,
+                TextColumn(f"[bold]{self.label}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                TimeRemainingColumn(),
+                transient=False,
             )
             self.bar.start()
-            self.task = self.bar.add_task("mean return: -", total=self.total, completed=self.completed)
+            self.task = self.bar.add_task(
+                "mean return: -", total=self.total, completed=self.completed
+            )
         return self.advance
 
     def advance(self, mean_return: float | None) -> None:
@@ -111,8 +121,6 @@ class ProgressBar:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
 
 
 def summary_lines(

@@ -79,7 +79,9 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         loss_cls = get_component("loss", spec.name, field=f"losses[{index}].name")
         aux_losses[spec.name] = loss_cls(**options)
     if clip_ppo is None:
-        raise ConfigError("losses: the joint trainer needs a 'clip_ppo' entry; add {name: clip_ppo}")
+        raise ConfigError(
+            "losses: the joint trainer needs a 'clip_ppo' entry; add {name: clip_ppo}"
+        )
     if config.train.torch_threads is not None:
         torch.set_num_threads(config.train.torch_threads)
     env = make_env(
@@ -163,15 +165,23 @@ def run_training(
             if stats.mean_return is not None:
                 history.append((stats.frames, stats.mean_return))
             result.last_stats = stats
-            if trainer.update_index % config.train.checkpoint_every == 0 or trainer.update_index == total_updates:
+            if (
+                trainer.update_index % config.train.checkpoint_every == 0
+                or trainer.update_index == total_updates
+            ):
                 save_checkpoint(
                     checkpoint,
-                    {"trainer": trainer.state_dict(), MODEL_KEY: trainer.model.state_dict(), HISTORY_KEY: history},
+                    {
+                        "trainer": trainer.state_dict(),
+                        MODEL_KEY: trainer.model.state_dict(),
+                        HISTORY_KEY: history,
+                    },
                 )
             advance(stats.mean_return)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames
     trainer.close()
-    plot_learning_curve(history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})")
+    plot_learning_curve(
+        history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})"
+    )
     return result
-

@@ -79,7 +79,9 @@ class TorchRLJointEnv:
         return [
             obs
             for group in self.group_map
-            for obs in td.get((group, "observation")).reshape(len(self.group_map[group]), -1).unbind(0)
+            for obs in td.get((group, "observation"))
+            .reshape(len(self.group_map[group]), -1)
+            .unbind(0)
         ]
 
     def reset(self, seed: int | None = None) -> list[torch.Tensor]:
@@ -97,7 +99,9 @@ class TorchRLJointEnv:
         td = self._current.clone()
         position = 0
         for group, names in self.group_map.items():
-            group_actions = torch.stack([torch.as_tensor(a) for a in actions[position : position + len(names)]])
+            group_actions = torch.stack(
+                [torch.as_tensor(a) for a in actions[position : position + len(names)]]
+            )
             position += len(names)
             spec = self.env.full_action_spec[group, "action"]
             td.set((group, "action"), group_actions.reshape(spec.shape).to(spec.dtype))
@@ -110,9 +114,13 @@ class TorchRLJointEnv:
         ]
         done = bool(following.get("done").any())
         self._current = following.exclude(*[(g, "reward") for g in self.group_map])
-        return JointStepResult(rewards=rewards, done=done, observations=self._observations(following))
+        return JointStepResult(
+            rewards=rewards, done=done, observations=self._observations(following)
+        )
 
 
-def joint_policy_features(policy: JointPolicy, td: TensorDict, groups: list[str]) -> list[torch.Tensor]:
+def joint_policy_features(
+    policy: JointPolicy, td: TensorDict, groups: list[str]
+) -> list[torch.Tensor]:
     """Encoder features of every agent for the observations in ``td``."""
     return policy.encoder_features({group: td.get((group, "observation")) for group in groups})

@@ -42,7 +42,10 @@ def derive_seed(seed: int, *parts: int) -> int:
 def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
     """Returns of the episodes that finished inside ``rollout`` (mean over agents of their returns)."""
     rewards = torch.cat(
-        [rollout.get(("next", group, "reward")).flatten(len(rollout.batch_size)) for group in groups],
+        [
+            rollout.get(("next", group, "reward")).flatten(len(rollout.batch_size))
+            for group in groups
+        ],
         dim=-1,
     ).mean(-1)
     done = rollout.get(("next", "done")).reshape(rewards.shape)
@@ -151,7 +154,9 @@ class JointMultiAgentTrainer:
         with torch.no_grad():
             self.loss.value_estimator(rollout)
         rows = rollout.reshape(-1)
-        generator = torch.Generator().manual_seed(derive_seed(self.config.seed, self.update_index, 1))
+        generator = torch.Generator().manual_seed(
+            derive_seed(self.config.seed, self.update_index, 1)
+        )
         results: list[UpdateStepResult] = []
         for epoch in range(self.config.n_epochs):
             for step, indices in enumerate(self._minibatch_indices(rows.shape[0], generator)):
@@ -186,7 +191,9 @@ class JointMultiAgentTrainer:
                 )
             stats.per_agent[stat] = values.mean(0).tolist()
         for name in self.loss.aux_losses:
-            stats.aux_losses[name] = float(torch.stack([r.losses.get(f"loss_{name}") for r in results]).mean())
+            stats.aux_losses[name] = float(
+                torch.stack([r.losses.get(f"loss_{name}") for r in results]).mean()
+            )
             if ("aux_stats", name) in results[0].losses.keys(True):
                 for stat in results[0].losses.get(("aux_stats", name)).keys():  # noqa: SIM118
                     samples = [r.losses.get(("aux_stats", name, stat)).float() for r in results]

@@ -34,7 +34,9 @@ class LegendreCode(CodingScheme):
     class Options(marlplug.Options):
         """Options of ``legendre``."""
 
-        scale: float = Field(1.0, gt=0, description="Multiplies every entry (conditioning unchanged).")
+        scale: float = Field(
+            1.0, gt=0, description="Multiplies every entry (conditioning unchanged)."
+        )
 
     options: Options
 

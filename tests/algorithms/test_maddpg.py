@@ -21,7 +21,9 @@ from marlplug.plugins import get_plugin_manager
 
 def make_program(num_agents: int = 3, *, discrete: bool = True, **options: object) -> MaddpgProgram:
     agents = [
-        AgentSpace(f"agent_{i}", "agent", obs_dim=6 + i % 2, action_dim=5 - i % 2, discrete=discrete)
+        AgentSpace(
+            f"agent_{i}", "agent", obs_dim=6 + i % 2, action_dim=5 - i % 2, discrete=discrete
+        )
         for i in range(num_agents)
     ]
     return MADDPG(**MaddpgOptions(hidden_sizes=[16, 16], **options).model_dump()).bind(agents)
@@ -93,10 +95,18 @@ def test_clip_is_per_agent() -> None:
 
 def test_defaults_are_the_authors_settings() -> None:
     options = MaddpgOptions()
-    assert (options.lr, options.gamma, options.hidden_sizes, options.max_grad_norm, options.tau) == (
-        1e-2, 0.95, [64, 64], 0.5, 0.01
+    assert (
+        options.lr,
+        options.gamma,
+        options.hidden_sizes,
+        options.max_grad_norm,
+        options.tau,
+    ) == (1e-2, 0.95, [64, 64], 0.5, 0.01)
+    assert (options.minibatch_size, options.buffer_size, options.episode_length) == (
+        1024,
+        10**6,
+        25,
     )
-    assert (options.minibatch_size, options.buffer_size, options.episode_length) == (1024, 10**6, 25)
     assert options.steps_per_iteration == 100
 
 

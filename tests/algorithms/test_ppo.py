@@ -67,7 +67,9 @@ def test_masked_agents_keep_their_own_step_count() -> None:
     assert joint.state[stacked]["step"].tolist() == [6.0, 3.0]
 
 
-def _snapshot(loss: nn.Module, optimizer: AgentAdam) -> tuple[dict[str, torch.Tensor], dict[int, dict[str, torch.Tensor]]]:
+def _snapshot(
+    loss: nn.Module, optimizer: AgentAdam
+) -> tuple[dict[str, torch.Tensor], dict[int, dict[str, torch.Tensor]]]:
     params = {name: p.detach().clone() for name, p in loss.named_parameters()}
     state = {id(p): {k: v.clone() for k, v in s.items()} for p, s in optimizer.state.items()}
     return params, state
@@ -85,7 +87,9 @@ def test_frozen_agents_do_not_move_params_or_optimizer_state() -> None:
     assert result.stepped.tolist() == [True, False, True]
     for name, param in loss.named_parameters():
         torch.testing.assert_close(param[1], params[name][1], atol=0, rtol=0)
-        assert not torch.equal(param[0], params[name][0]) or not torch.equal(param[2], params[name][2])
+        assert not torch.equal(param[0], params[name][0]) or not torch.equal(
+            param[2], params[name][2]
+        )
         for key, value in optimizer.state[param].items():
             torch.testing.assert_close(value[1], state[id(param)][key][1], atol=0, rtol=0)
 
@@ -124,14 +128,19 @@ def test_gradients_are_clipped_per_agent() -> None:
     del groups
     clipped = ppo.update_step(reference_loss, reference_optimizer, batch, max_grad_norm=small * 2)
     torch.testing.assert_close(clipped.grad_norms, result.grad_norms)
-    for (_, a), (_, b) in zip(loss.named_parameters(), reference_loss.named_parameters(), strict=True):
+    for (_, a), (_, b) in zip(
+        loss.named_parameters(), reference_loss.named_parameters(), strict=True
+    ):
         torch.testing.assert_close(a[1], b[1])  # Adam's step for agent 1 is the same
 
 
 def test_aux_gradient_reaches_every_agents_encoder() -> None:
     model = make_model((("agent", 3), ("adversary", 2)))
     loss = make_loss(
-        model, aux_losses={"redundancy": RedundancyLoss(coef=1.0)}, critic_coeff=0.0, entropy_coeff=0.0,
+        model,
+        aux_losses={"redundancy": RedundancyLoss(coef=1.0)},
+        critic_coeff=0.0,
+        entropy_coeff=0.0,
         normalize_advantage=False,
     )
     batch = make_batch(model)
@@ -140,12 +149,21 @@ def test_aux_gradient_reaches_every_agents_encoder() -> None:
     ppo = PPO()
     optimizer = ppo.make_optimizer(loss, lr=1e-2)
     encoders = {group: model.groups[group].encoder for group in model.group_sizes}
-    before = {group: [p.detach().clone() for p in enc.parameters()] for group, enc in encoders.items()}
-    heads_before = [p.detach().clone() for g in model.group_sizes for p in model.groups[g].policy_head.parameters()]
+    before = {
+        group: [p.detach().clone() for p in enc.parameters()] for group, enc in encoders.items()
+    }
+    heads_before = [
+        p.detach().clone()
+        for g in model.group_sizes
+        for p in model.groups[g].policy_head.parameters()
+    ]
     ppo.update_step(loss, optimizer, batch, max_grad_norm=10.0)
     for group, encoder in encoders.items():
         for agent in range(model.group_sizes[group]):
-            moved = [not torch.equal(p[agent], q[agent]) for p, q in zip(encoder.parameters(), before[group], strict=True)]
+            moved = [
+                not torch.equal(p[agent], q[agent])
+                for p, q in zip(encoder.parameters(), before[group], strict=True)
+            ]
             assert all(moved), (group, agent)
     heads_after = [p for g in model.group_sizes for p in model.groups[g].policy_head.parameters()]
     assert all(torch.equal(a, b) for a, b in zip(heads_after, heads_before, strict=True))
@@ -172,4 +190,9 @@ def test_joint_step_equals_every_pure_agent_update() -> None:
         expected_state = agent_optimizer_state(loss, optimizer, agent)
         torch.testing.assert_close(state_i["step"], expected_state["step"])
         for name, value in expected_state["exp_avg"].items(include_nested=True, leaves_only=True):
-            torch.testing.assert_close(state_i["exp_avg", name] if isinstance(name, str) else state_i[("exp_avg", *name)], value, atol=1e-7, rtol=1e-5)
+            torch.testing.assert_close(
+                state_i["exp_avg", name] if isinstance(name, str) else state_i[("exp_avg", *name)],
+                value,
+                atol=1e-7,
+                rtol=1e-5,
+            )

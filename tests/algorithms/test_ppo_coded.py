@@ -24,7 +24,11 @@ def test_a_coded_round_is_one_joint_ppo_step() -> None:
     theta = program.encode(loss, optimizer)
     scheme = MDSCode()
     controller = CodedController(
-        program, scheme.assignment_matrix(4, 6, 0), None, scheme=scheme, clock="simulated",
+        program,
+        scheme.assignment_matrix(4, 6, 0),
+        None,
+        scheme=scheme,
+        clock="simulated",
         stragglers=StragglerModel(count=2, delay_s=1.0, seed=0),
     )
     decoded, log = controller.update(theta, batch, round_index=0)

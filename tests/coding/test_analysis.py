@@ -58,7 +58,9 @@ def test_monte_carlo_recovery_approximates_the_exact_enumeration() -> None:
     matrix = LDPCCode().assignment_matrix(8, 15)
     decoder = default_decoder(matrix)
     exact, is_exact = recovery_probabilities(15, decoder.can_decode, [3, 4])
-    sampled, sampled_exact = recovery_probabilities(15, decoder.can_decode, [3, 4], max_subsets=100, samples=800)
+    sampled, sampled_exact = recovery_probabilities(
+        15, decoder.can_decode, [3, 4], max_subsets=100, samples=800
+    )
     assert is_exact and not sampled_exact
     for k in (3, 4):
         assert sampled[k] == pytest.approx(exact[k], abs=0.06)
@@ -80,11 +82,17 @@ def test_simulated_rounds_are_seeded_and_match_the_paper_model() -> None:
     matrix = UncodedScheme().assignment_matrix(2, 4)
     can_decode = default_decoder(matrix).can_decode
     model = FixedCountStragglers(count=1, delay_s=1.0)
-    first = simulate_round_times(matrix, model, compute_s=0.1, can_decode=can_decode, rounds=400, seed=3)
-    again = simulate_round_times(matrix, model, compute_s=0.1, can_decode=can_decode, rounds=400, seed=3)
+    first = simulate_round_times(
+        matrix, model, compute_s=0.1, can_decode=can_decode, rounds=400, seed=3
+    )
+    again = simulate_round_times(
+        matrix, model, compute_s=0.1, can_decode=can_decode, rounds=400, seed=3
+    )
     assert np.array_equal(first, again)
     assert set(np.round(first, 6)) == {0.1, 1.1}
-    assert first.mean() == pytest.approx(0.1 + 0.5, abs=0.08)  # the straggler hits a busy learner half the time
+    assert first.mean() == pytest.approx(
+        0.1 + 0.5, abs=0.08
+    )  # the straggler hits a busy learner half the time
 
 
 def test_straggler_models_from_config_fields() -> None:
@@ -97,16 +105,26 @@ def test_straggler_models_from_config_fields() -> None:
 
 
 def test_recommendation_prefers_the_fastest_then_the_cheapest() -> None:
-    settings = AnalysisSettings(8, 15, compute_s=0.01, stragglers=FixedCountStragglers(3, 1.0), **FAST)
-    reports = [analyze_code(name, code, settings) for name, code in
-               [("uncoded", UncodedScheme()), ("mds", MDSCode()), ("vandermonde", VandermondeCode())]]
+    settings = AnalysisSettings(
+        8, 15, compute_s=0.01, stragglers=FixedCountStragglers(3, 1.0), **FAST
+    )
+    reports = [
+        analyze_code(name, code, settings)
+        for name, code in [
+            ("uncoded", UncodedScheme()),
+            ("mds", MDSCode()),
+            ("vandermonde", VandermondeCode()),
+        ]
+    ]
     choice = recommend(reports)
     assert choice is not None and choice[0] == "mds"
     assert recommend([reports[2]]) is None
 
 
 def test_settings_reject_impossible_sizes() -> None:
-    with pytest.raises(UserError, match=r"learners: must be at least the number of agents \(8\), got 5"):
+    with pytest.raises(
+        UserError, match=r"learners: must be at least the number of agents \(8\), got 5"
+    ):
         AnalysisSettings(8, 5)
     with pytest.raises(UserError, match="stragglers: must be between 0 and N=15"):
         AnalysisSettings(8, 15, stragglers=FixedCountStragglers(16, 1.0))

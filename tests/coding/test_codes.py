@@ -50,12 +50,12 @@ def test_vandermonde_is_the_authors_exact_matrix() -> None:
 
 @pytest.mark.parametrize("num_agents", [8, 10])
 @pytest.mark.parametrize("construction", ["gaussian", "chebyshev"])
-def test_mds_worst_case_condition_over_every_subset_is_at_most_1e6(num_agents: int, construction: str) -> None:
+def test_mds_worst_case_condition_over_every_subset_is_at_most_1e6(
+    num_agents: int, construction: str
+) -> None:
     matrix = MDSCode(construction=construction).assignment_matrix(num_agents, 15, seed=0)
     summary = worst_condition(matrix)
-    assert summary.exact and summary.subsets == sum(
-        math.comb(15, k) for k in range(num_agents, 16)
-    )
+    assert summary.exact and summary.subsets == sum(math.comb(15, k) for k in range(num_agents, 16))
     assert summary.worst <= 1e6
     authors = worst_condition(VandermondeCode().assignment_matrix(num_agents, 15)).worst
     assert authors > 1e11  # the comparison the issue quotes: 1e12 to 1e13
@@ -70,13 +70,17 @@ def test_random_sparse_is_seeded_and_about_p_m_dense() -> None:
 
 
 def test_random_sparse_gives_up_with_a_clear_error() -> None:
-    with pytest.raises(InvalidCodeError, match=r"random_sparse\(p_m=0\.01.*M=5 agents, N=5 learners"):
+    with pytest.raises(
+        InvalidCodeError, match=r"random_sparse\(p_m=0\.01.*M=5 agents, N=5 learners"
+    ):
         RandomSparseCode(p_m=0.01, max_attempts=3).assignment_matrix(5, 5)
 
 
 @pytest.mark.parametrize(("gamma", "num_agents"), [(3, 8), (2, 10)])
 def test_array_ldpc_matches_the_authors_sizes(gamma: int, num_agents: int) -> None:
-    matrix = LDPCCode(construction="array", p=3, rho=5, gamma=gamma).assignment_matrix(num_agents, 15)
+    matrix = LDPCCode(construction="array", p=3, rho=5, gamma=gamma).assignment_matrix(
+        num_agents, 15
+    )
     parity_check = array_parity_check(3, 5, gamma)
     assert set(np.unique(matrix)) == {0.0, 1.0}
     assert not (parity_check.astype(int) @ matrix.astype(int) % 2).any()  # codewords of H
@@ -88,13 +92,19 @@ def test_array_ldpc_matches_the_authors_sizes(gamma: int, num_agents: int) -> No
 def test_gallager_ldpc_is_regular_and_has_dimension_m() -> None:
     matrix = LDPCCode(construction="gallager", d_v=3, d_c=5).assignment_matrix(8, 15, seed=2)
     assert matrix.shape == (15, 8)
-    assert np.array_equal(matrix, LDPCCode(construction="gallager").assignment_matrix(8, 15, seed=2))
+    assert np.array_equal(
+        matrix, LDPCCode(construction="gallager").assignment_matrix(8, 15, seed=2)
+    )
 
 
 def test_ldpc_errors_name_the_parameters() -> None:
-    with pytest.raises(InvalidCodeError, match=r"ldpc\(construction='array'.*p=3, rho=5, gamma=2 gives M=10"):
+    with pytest.raises(
+        InvalidCodeError, match=r"ldpc\(construction='array'.*p=3, rho=5, gamma=2 gives M=10"
+    ):
         LDPCCode(construction="array", gamma=2).assignment_matrix(8, 15)
-    with pytest.raises(InvalidCodeError, match=r"no \(d_v, d_c\)-regular Gallager code has dimension M"):
+    with pytest.raises(
+        InvalidCodeError, match=r"no \(d_v, d_c\)-regular Gallager code has dimension M"
+    ):
         LDPCCode().assignment_matrix(3, 5)
 
 
@@ -108,7 +118,9 @@ def test_gf2_rank_and_systematic_generator() -> None:
 
 @pytest.mark.parametrize("scheme", [UncodedScheme(), MDSCode(), LDPCCode(), ReplicationCode()])
 def test_fewer_learners_than_agents_is_an_error_naming_the_scheme(scheme: CodingScheme) -> None:
-    with pytest.raises(InvalidCodeError, match=rf"{scheme.name}\(.*M=5 agents, N=4 learners: needs N >= M"):
+    with pytest.raises(
+        InvalidCodeError, match=rf"{scheme.name}\(.*M=5 agents, N=4 learners: needs N >= M"
+    ):
         scheme.assignment_matrix(5, 4)
 
 
@@ -130,7 +142,9 @@ def test_bad_options_are_config_errors_with_the_field_path() -> None:
     ],
 )
 def test_validation_names_what_is_wrong(matrix: np.ndarray, message: str) -> None:
-    with pytest.raises(InvalidCodeError, match=rf"myscheme\(k=1\) with M=2 agents, N=3 learners: .*{message}"):
+    with pytest.raises(
+        InvalidCodeError, match=rf"myscheme\(k=1\) with M=2 agents, N=3 learners: .*{message}"
+    ):
         validate_assignment_matrix(matrix, 2, 3, scheme="myscheme(k=1)")
 
 

@@ -27,7 +27,9 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-def matrix_or_reject(name: str, num_agents: int, num_learners: int, seed: int) -> tuple[object, np.ndarray]:
+def matrix_or_reject(
+    name: str, num_agents: int, num_learners: int, seed: int
+) -> tuple[object, np.ndarray]:
     scheme = CODES[name]()
     try:
         return scheme, scheme.assignment_matrix(num_agents, num_learners, seed)
@@ -47,9 +49,12 @@ def test_every_decodable_straggler_set_recovers_theta(name: str, data: st.DataOb
     seed = data.draw(st.integers(0, 3), label="seed")
     scheme, matrix = matrix_or_reject(name, num_agents, num_learners, seed)
     stragglers = data.draw(
-        st.sets(st.integers(0, num_learners - 1), max_size=num_learners - num_agents), label="stragglers"
+        st.sets(st.integers(0, num_learners - 1), max_size=num_learners - num_agents),
+        label="stragglers",
     )
-    arrival = data.draw(st.permutations(sorted(set(range(num_learners)) - stragglers)), label="arrival")
+    arrival = data.draw(
+        st.permutations(sorted(set(range(num_learners)) - stragglers)), label="arrival"
+    )
     theta = random_theta(num_agents, seed)
     results = torch.as_tensor(matrix) @ theta
     decoder = make_decoder(matrix, scheme=scheme)
@@ -82,7 +87,9 @@ def test_replication_decodes_iff_every_agent_keeps_a_replica(
     order=st.permutations(range(15)),
     received=st.integers(8, 15),
 )
-def test_peeling_and_least_squares_agree(num_agents: int, seed: int, order: list[int], received: int) -> None:
+def test_peeling_and_least_squares_agree(
+    num_agents: int, seed: int, order: list[int], received: int
+) -> None:
     matrix = LDPCCode().assignment_matrix(num_agents, 15)
     rows = order[:received]
     if peeling_schedule(matrix, rows) is None:
@@ -103,5 +110,7 @@ def test_peeling_succeeds_on_many_ldpc_straggler_sets() -> None:
     # Guards the test above against passing vacuously.
     matrix = LDPCCode().assignment_matrix(8, 15)
     rng = np.random.default_rng(0)
-    peeled = sum(peeling_schedule(matrix, rng.permutation(15)[:13].tolist()) is not None for _ in range(100))
+    peeled = sum(
+        peeling_schedule(matrix, rng.permutation(15)[:13].tolist()) is not None for _ in range(100)
+    )
     assert peeled > 50

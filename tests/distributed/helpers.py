@@ -11,7 +11,10 @@ from marlplug.algorithms.spaces import AgentSpace
 
 
 def small_program(num_agents: int) -> MaddpgProgram:
-    agents = [AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True) for i in range(num_agents)]
+    agents = [
+        AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True)
+        for i in range(num_agents)
+    ]
     return MADDPG(hidden_sizes=[16, 16], minibatch_size=32).bind(agents)
 
 
@@ -29,7 +32,9 @@ def small_batch(program: MaddpgProgram, seed: int = 0) -> TensorDict:
     )
 
 
-def centralized(program: MaddpgProgram, theta: torch.Tensor, batch: TensorDict, round_index: int, seed: int = 0) -> torch.Tensor:
+def centralized(
+    program: MaddpgProgram, theta: torch.Tensor, batch: TensorDict, round_index: int, seed: int = 0
+) -> torch.Tensor:
     agents = list(range(program.num_agents))
     return program.update(theta, agents, batch, [agent_seed(seed, round_index, i) for i in agents])
 

@@ -14,13 +14,31 @@ REFERENCE = Path(__file__).parents[2] / "docs" / "data" / "paper_training_time.c
 def test_bench_coding_json_rows(run_cli: Callable[..., object], tmp_path: Path) -> None:
     plot = tmp_path / "bars.png"
     result = run_cli(
-        "bench", "coding", "--scenario", "cooperative_navigation", "--agents", "3", "--learners", "5",
-        "--rounds", "1", "--minibatch-size", "64", "--code", "uncoded", "--code", "mds",
-        "--plot", str(plot), "--json",
+        "bench",
+        "coding",
+        "--scenario",
+        "cooperative_navigation",
+        "--agents",
+        "3",
+        "--learners",
+        "5",
+        "--rounds",
+        "1",
+        "--minibatch-size",
+        "64",
+        "--code",
+        "uncoded",
+        "--code",
+        "mds",
+        "--plot",
+        str(plot),
+        "--json",
     )
     assert result.exit_code == 0, result.err  # type: ignore[attr-defined]
     rows = json.loads(result.out)  # type: ignore[attr-defined]
-    assert {(r["code"], r["stragglers"]) for r in rows} == {(c, k) for c in ("uncoded", "mds") for k in (0, 1, 2)}
+    assert {(r["code"], r["stragglers"]) for r in rows} == {
+        (c, k) for c in ("uncoded", "mds") for k in (0, 1, 2)
+    }
     for row in rows:
         assert {"scenario", "agents", "stragglers", "code", "round_s"} <= set(row)
         assert row["round_s"] >= row["update_s"] > 0
@@ -41,9 +59,17 @@ def test_shape_summary_and_targets_read_the_paper_table() -> None:
     paper = read_reference(REFERENCE)
     assert len(paper) == 120
     mine = [
-        {"scenario": r["scenario"], "agents": r["agents"], "stragglers": r["stragglers"], "code": r["code"],
-         "round_s": r["time_s"], "update_s": r["time_s"], "delay_s": 0.25}
-        for r in paper if r["scenario"] == "cooperative_navigation" and r["agents"] == 8
+        {
+            "scenario": r["scenario"],
+            "agents": r["agents"],
+            "stragglers": r["stragglers"],
+            "code": r["code"],
+            "round_s": r["time_s"],
+            "update_s": r["time_s"],
+            "delay_s": 0.25,
+        }
+        for r in paper
+        if r["scenario"] == "cooperative_navigation" and r["agents"] == 8
     ]
     summary = shape_summary(mine, paper)
     assert [s["paper_fastest"] for s in summary] == [s["ours_fastest"] for s in summary]

@@ -19,7 +19,9 @@ M, N = 4, 8
 BUILT_IN = ["uncoded", "replication", "mds", "random_sparse", "ldpc", "vandermonde"]
 
 
-def scheme_matrix(name: str, num_agents: int = M, num_learners: int = N) -> tuple[object, np.ndarray]:
+def scheme_matrix(
+    name: str, num_agents: int = M, num_learners: int = N
+) -> tuple[object, np.ndarray]:
     scheme = get_plugin_manager().registry("code")[name]()
     return scheme, scheme.assignment_matrix(num_agents, num_learners, 0)
 
@@ -55,7 +57,9 @@ def test_simulated_rounds_track_the_centralized_run(name: str) -> None:
     program = small_program(M)
     scheme, matrix = scheme_matrix(name)
     stragglers = StragglerModel(count=2, delay_s=1.0, seed=3)
-    controller = CodedController(program, matrix, None, scheme=scheme, stragglers=stragglers, clock="simulated")
+    controller = CodedController(
+        program, matrix, None, scheme=scheme, stragglers=stragglers, clock="simulated"
+    )
     theta = reference = program.init_state(0)
     for round_index in range(4):
         batch = small_batch(program, seed=round_index)
@@ -74,8 +78,12 @@ def test_mds_ignores_up_to_n_minus_m_stragglers_while_uncoded_pays() -> None:
     for name in ["mds", "uncoded"]:
         scheme, matrix = scheme_matrix(name)
         controller = CodedController(
-            program, matrix, None, scheme=scheme,
-            stragglers=StragglerModel(count=N - M, delay_s=5.0, seed=1), clock="simulated",
+            program,
+            matrix,
+            None,
+            scheme=scheme,
+            stragglers=StragglerModel(count=N - M, delay_s=5.0, seed=1),
+            clock="simulated",
         )
         _, log = controller.update(program.init_state(0), small_batch(program), 0)
         timings[name] = log.round_s

@@ -25,8 +25,12 @@ def mds_run() -> dict[str, object]:
     matrix = scheme.assignment_matrix(M, N, 0)
     backend = LocalBackend(N)
     controller = CodedController(
-        program, matrix, backend, scheme=scheme,
-        stragglers=StragglerModel(count=1, delay_s=0.5, seed=0), round_timeout_s=20,
+        program,
+        matrix,
+        backend,
+        scheme=scheme,
+        stragglers=StragglerModel(count=1, delay_s=0.5, seed=0),
+        round_timeout_s=20,
     )
     theta = reference = program.init_state(0)
     logs, errors, pids = [], [], []
@@ -115,7 +119,10 @@ class BrokenProgram:
 
 def test_an_exception_in_a_learner_stops_the_round_with_its_message() -> None:
     program = small_program(2)
-    with CodedController(
-        BrokenProgram(), np.eye(2), LocalBackend(2), round_timeout_s=30
-    ) as controller, pytest.raises(LearnerError, match="the update is broken"):
+    with (
+        CodedController(
+            BrokenProgram(), np.eye(2), LocalBackend(2), round_timeout_s=30
+        ) as controller,
+        pytest.raises(LearnerError, match="the update is broken"),
+    ):
         controller.update(program.init_state(0)[:, :3], small_batch(program), 0)

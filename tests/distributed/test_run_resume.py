@@ -60,7 +60,9 @@ def test_centralized_resume_is_bit_identical_to_a_run_never_stopped(tmp_path: Pa
     assert torch.equal(resumed.theta, straight.theta)
     assert resumed.history == straight.history
     before, after = runner_state(tmp_path / "straight"), runner_state(tmp_path / "stopped")
-    assert torch.equal(before["collector"]["transitions"]["obs"], after["collector"]["transitions"]["obs"])
+    assert torch.equal(
+        before["collector"]["transitions"]["obs"], after["collector"]["transitions"]["obs"]
+    )
     assert before["collector"]["writer"] == after["collector"]["writer"]
     assert [row["iteration"] for row in rows(tmp_path / "stopped")] == [str(i) for i in range(6)]
     assert (tmp_path / "stopped" / "learning_curve.png").stat().st_size > 1000
@@ -70,14 +72,28 @@ def test_centralized_resume_is_bit_identical_to_a_run_never_stopped(tmp_path: Pa
 def test_train_cli_runs_coded_maddpg_and_resumes_it(
     run_cli: Callable[..., Any], tmp_path: Path
 ) -> None:
-    options = [*SMALL, *CODED, f"logging.dir={tmp_path}", "logging.run_name=coded", "train.checkpoint_every=1"]
+    options = [
+        *SMALL,
+        *CODED,
+        f"logging.dir={tmp_path}",
+        "logging.run_name=coded",
+        "train.checkpoint_every=1",
+    ]
     example = default_config_path().with_name("coded_maddpg.yaml")  # the documented example config
-    result = run_cli("train", str(example), *(f"--set={option}" for option in options), "--set=train.updates=2")
+    result = run_cli(
+        "train", str(example), *(f"--set={option}" for option in options), "--set=train.updates=2"
+    )
     assert result.exit_code == 0, result.err
     run_dir = tmp_path / "coded"
     for line in ("rounds log:", "timeline:", "checkpoint:", "learning curve:", "resume with:"):
         assert line in result.out
-    for name in ("rounds.csv", "timeline.png", CHECKPOINT_NAME, "learning_curve.png", "config.yaml"):
+    for name in (
+        "rounds.csv",
+        "timeline.png",
+        CHECKPOINT_NAME,
+        "learning_curve.png",
+        "config.yaml",
+    ):
         assert (run_dir / name).stat().st_size > 0, name
     assert (run_dir / "metrics").is_dir()
     assert len(rows(run_dir)) == 2
@@ -98,7 +114,8 @@ def test_train_cli_runs_coded_maddpg_and_resumes_it(
 
     # And it reached the parameters of an uninterrupted centralized run (decoding round-off only).
     centralized = run_maddpg(
-        load_config(data={}, overrides=[*SMALL, "train.updates=4"]), run_dir=tmp_path / "centralized"
+        load_config(data={}, overrides=[*SMALL, "train.updates=4"]),
+        run_dir=tmp_path / "centralized",
     )
     theta = runner_state(run_dir)["theta"]
     assert float((theta - centralized.theta).norm() / centralized.theta.norm()) <= 1e-5

@@ -31,7 +31,9 @@ def test_same_seed_same_stragglers_and_config_round_trip() -> None:
     section = StragglerSection(model="fixed", count=2, delay_s=0.25)
     first = StragglerModel.from_config(section, seed=7)
     second = StragglerModel.from_config(section, seed=7)
-    assert [first.delays(range(15)) for _ in range(5)] == [second.delays(range(15)) for _ in range(5)]
+    assert [first.delays(range(15)) for _ in range(5)] == [
+        second.delays(range(15)) for _ in range(5)
+    ]
 
 
 def test_unknown_model_names_the_field_and_the_choices() -> None:

@@ -21,10 +21,17 @@ from marlplug.distributed import (
 )
 from marlplug.envs import make_env
 
-SMALL = {"minibatch_size": 64, "learning_starts": 64, "steps_per_iteration": 25, "hidden_sizes": [32, 32]}
+SMALL = {
+    "minibatch_size": 64,
+    "learning_starts": 64,
+    "steps_per_iteration": 25,
+    "hidden_sizes": [32, 32],
+}
 
 
-def curve(updater_kind: str, scheme: object | None = None, iterations: int = 5) -> tuple[list[float], torch.Tensor]:
+def curve(
+    updater_kind: str, scheme: object | None = None, iterations: int = 5
+) -> tuple[list[float], torch.Tensor]:
     env = make_env("cooperative_navigation", agents=3, seed=0)
     program = MADDPG(**SMALL).bind(MultiAgentEnvAdapter(env).agents)
     if updater_kind == "centralized":
@@ -32,7 +39,11 @@ def curve(updater_kind: str, scheme: object | None = None, iterations: int = 5) 
     else:
         matrix = scheme.assignment_matrix(3, 6, 0)  # type: ignore[union-attr]
         updater = CodedController(
-            program, matrix, None, scheme=scheme, clock="simulated",
+            program,
+            matrix,
+            None,
+            scheme=scheme,
+            clock="simulated",
             stragglers=StragglerModel(count=2, delay_s=0.1, seed=0),
         )
     runner = MaddpgRunner(env, program, updater, seed=0)
@@ -45,7 +56,9 @@ def test_coded_and_centralized_runs_have_the_same_learning_curve() -> None:
     assert sum(not math.isnan(r) for r in centralized_curve) >= 4
     for scheme in (MDSCode(),):
         coded_curve, coded_theta = curve("coded", scheme)
-        torch.testing.assert_close(torch.tensor(coded_curve), torch.tensor(centralized_curve), equal_nan=True)
+        torch.testing.assert_close(
+            torch.tensor(coded_curve), torch.tensor(centralized_curve), equal_nan=True
+        )
         relative = (coded_theta - centralized_theta).norm() / centralized_theta.norm()
         assert relative <= 1e-5
 
@@ -57,7 +70,9 @@ def test_run_coded_from_a_config_logs_rounds_and_draws_the_timeline(tmp_path: Pa
             "algorithm": {"name": "maddpg", **SMALL},
             "train": {"updates": 4},
             "coding": {
-                "scheme": "mds", "learners": 5, "clock": "simulated",
+                "scheme": "mds",
+                "learners": 5,
+                "clock": "simulated",
                 "stragglers": {"count": 1, "delay_s": 0.2},
             },
         }
@@ -73,7 +88,9 @@ def test_run_coded_from_a_config_logs_rounds_and_draws_the_timeline(tmp_path: Pa
     assert (tmp_path / "timeline.png").stat().st_size > 1000
 
 
-def test_run_maddpg_without_coding_trains_centrally_and_matches_the_coded_run(tmp_path: Path) -> None:
+def test_run_maddpg_without_coding_trains_centrally_and_matches_the_coded_run(
+    tmp_path: Path,
+) -> None:
     from marlplug.distributed import run_maddpg
 
     base = {
@@ -83,7 +100,9 @@ def test_run_maddpg_without_coding_trains_centrally_and_matches_the_coded_run(tm
     }
     centralized = run_maddpg(load_config(data=base), run_dir=tmp_path / "centralized")
     coded = run_maddpg(
-        load_config(data={**base, "coding": {"scheme": "replication", "learners": 4, "clock": "simulated"}}),
+        load_config(
+            data={**base, "coding": {"scheme": "replication", "learners": 4, "clock": "simulated"}}
+        ),
         run_dir=tmp_path / "coded",
     )
     assert all(log.round is None for log in centralized.iterations)

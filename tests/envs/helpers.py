@@ -9,7 +9,10 @@ from marlplug.envs import available_envs
 #: scenario -> (options, expected {group: number of agents})
 SMALL: dict[str, tuple[dict[str, Any], dict[str, int]]] = {
     "cooperative_navigation": ({"agents": 3}, {"agent": 3}),
-    "predator_prey": ({"agents": 4, "adversaries": 1, "obstacles": 2}, {"agent": 3, "adversary": 1}),
+    "predator_prey": (
+        {"agents": 4, "adversaries": 1, "obstacles": 2},
+        {"agent": 3, "adversary": 1},
+    ),
     "physical_deception": ({"agents": 3, "landmarks": 3}, {"agent": 2, "adversary": 1}),
     "keep_away": ({"agents": 5, "adversaries": 2, "landmarks": 3}, {"agent": 3, "adversary": 2}),
 }

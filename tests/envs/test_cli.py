@@ -20,15 +20,22 @@ def test_envs_lists_every_scenario_with_defaults(run_cli: Callable[..., Any]) ->
         for scenario in scenarios:
             assert f"{backend}/{scenario}" in entries
     keep_away = {p["name"]: p["default"] for p in entries["mpe/keep_away"]["parameters"]}
-    assert keep_away == {"agents": 2, "continuous_actions": False, "max_steps": 25,
-                         "adversaries": 1, "landmarks": 2}
+    assert keep_away == {
+        "agents": 2,
+        "continuous_actions": False,
+        "max_steps": 25,
+        "adversaries": 1,
+        "landmarks": 2,
+    }
     table = run_cli("envs")
     assert "predator_prey" in table.out and "max_steps = 25" in table.out
 
 
 def test_render_writes_one_episode_gif(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
-    config.write_text("env:\n  name: predator_prey\n  agents: 5\n  adversaries: 2\n  max_steps: 6\n")
+    config.write_text(
+        "env:\n  name: predator_prey\n  agents: 5\n  adversaries: 2\n  max_steps: 6\n"
+    )
     out = tmp_path / "episode.gif"
     result = run_cli("render", str(config), "--out", str(out))
     assert result.exit_code == 0, result.err
@@ -50,15 +57,37 @@ def test_render_bad_config_and_checkpoint(run_cli: Callable[..., Any], tmp_path:
 
 
 def test_bench_envs_json_rows(run_cli: Callable[..., Any]) -> None:
-    result = run_cli("bench", "envs", "--json", "--agents", "2", "--scenario", "keep_away",
-                     "--steps", "2", "--trials", "3", "--vmas-envs", "4")
+    result = run_cli(
+        "bench",
+        "envs",
+        "--json",
+        "--agents",
+        "2",
+        "--scenario",
+        "keep_away",
+        "--steps",
+        "2",
+        "--trials",
+        "3",
+        "--vmas-envs",
+        "4",
+    )
     assert result.exit_code == 0, result.err
     rows = json.loads(result.out)
     backends = [b for b in ("mpe", "vmas") if b in available_envs()]
     assert [row["backend"] for row in rows] == backends
     for row in rows:
-        assert {"backend", "scenario", "agents", "num_envs", "steps_per_s", "trials",
-                "trial_steps_per_s", "ratio", "threads"} <= set(row)
+        assert {
+            "backend",
+            "scenario",
+            "agents",
+            "num_envs",
+            "steps_per_s",
+            "trials",
+            "trial_steps_per_s",
+            "ratio",
+            "threads",
+        } <= set(row)
         assert row["scenario"] == "keep_away" and row["agents"] == 2 and row["steps_per_s"] > 0
         assert row["trials"] == len(row["trial_steps_per_s"]) == 3
         assert row["steps_per_s"] == sorted(row["trial_steps_per_s"])[1]  # the median
@@ -77,7 +106,8 @@ def test_bench_envs_quick_table_shows_the_ratio(run_cli: Callable[..., Any]) -> 
     assert "vmas/mpe" in header and "trials" in header
     assert [line.split()[:3] for line in lines] == [
         ["cooperative_navigation", "3", backend]
-        for backend in ("mpe", "vmas") if backend in available_envs()
+        for backend in ("mpe", "vmas")
+        if backend in available_envs()
     ]
     if "vmas" in available_envs():
         assert lines[-1].rstrip().endswith("x")
@@ -100,6 +130,14 @@ def test_render_acts_with_a_trained_checkpoint(run_cli: Callable[..., Any], tmp_
     assert "6 frames, greedy actions of" in result.out
     assert imageio.mimread(out)[0].shape[:2] == (700, 700)
     # A checkpoint trained for 2 agents does not fit a 3-agent env: one-line error, exit 2.
-    result = run_cli("render", str(config), "--set", "env.agents=3", "--checkpoint", str(checkpoint),
-                     "--out", str(tmp_path / "x.gif"))
+    result = run_cli(
+        "render",
+        str(config),
+        "--set",
+        "env.agents=3",
+        "--checkpoint",
+        str(checkpoint),
+        "--out",
+        str(tmp_path / "x.gif"),
+    )
     assert result.exit_code == 2 and result.err.startswith("error: --checkpoint")

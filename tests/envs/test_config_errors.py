@@ -19,16 +19,28 @@ from marlplug.plugins import get_plugin_manager
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
-        ("keep_away", {"agents": 4, "adversaries": 4}, "env.adversaries: must be fewer than agents (4)"),
+        (
+            "keep_away",
+            {"agents": 4, "adversaries": 4},
+            "env.adversaries: must be fewer than agents (4)",
+        ),
         ("predator_prey", {"agents": 3, "adversaries": 5}, "env.adversaries: must be fewer"),
         ("cooperative_navigation", {"agents": 0}, "env.agents: "),
         ("keep_away", {"adversaries": 0, "agents": 3}, "env.adversaries: "),
-        ("physical_deception", {"agents": 5, "adversaries": 2}, "env.adversaries: physical_deception"),
+        (
+            "physical_deception",
+            {"agents": 5, "adversaries": 2},
+            "env.adversaries: physical_deception",
+        ),
         ("physical_deception", {"agents": 1}, "env.agents: "),
         ("keep_away", {"landmarks": 0}, "env.landmarks: "),
         ("keep_away", {"max_steps": 0}, "env.max_steps: "),
         ("keep_away", {"continuous_actions": "sometimes"}, "env.continuous_actions: expected true"),
-        ("keep_away", {"agent": 3}, "env.agent: unknown field in env 'agent' (did you mean 'agents'?)"),
+        (
+            "keep_away",
+            {"agent": 3},
+            "env.agent: unknown field in env 'agent' (did you mean 'agents'?)",
+        ),
     ],
 )
 def test_bad_options_name_the_field(name: str, options: dict[str, Any], message: str) -> None:
@@ -37,7 +49,9 @@ def test_bad_options_name_the_field(name: str, options: dict[str, Any], message:
 
 
 def test_unknown_backend_and_scenario() -> None:
-    with pytest.raises(ConfigError, match=r"^env.backend: unknown backend 'mpee' \(did you mean 'mpe'"):
+    with pytest.raises(
+        ConfigError, match=r"^env.backend: unknown backend 'mpee' \(did you mean 'mpe'"
+    ):
         make_env("keep_away", backend="mpee")
     with pytest.raises(ConfigError, match=r"^env.name: unknown mpe scenario 'keep_awy'.*keep_away"):
         make_env("keep_awy")
@@ -73,7 +87,9 @@ def discrete_only() -> Iterator[None]:
 
 @pytest.mark.usefixtures("discrete_only")
 def test_continuous_actions_where_unsupported() -> None:
-    assert make_env("discrete_only_spread", agents=2).full_action_spec["agent", "action"].shape == (2,)
+    assert make_env("discrete_only_spread", agents=2).full_action_spec["agent", "action"].shape == (
+        2,
+    )
     with pytest.raises(ConfigError, match=r"^env.continuous_actions: this scenario only supports"):
         make_env("discrete_only_spread", continuous_actions=True)
 

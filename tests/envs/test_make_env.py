@@ -68,8 +68,11 @@ def _episode(scenario: str, seed: int, num_envs: int = 1) -> torch.Tensor:
     torch.manual_seed(123)  # the random actions
     rollout = env.rollout(10)
     return torch.cat(
-        [rollout["next", group, key].flatten().float() for group in sorted(env.group_map)
-         for key in ("observation", "reward")]
+        [
+            rollout["next", group, key].flatten().float()
+            for group in sorted(env.group_map)
+            for key in ("observation", "reward")
+        ]
     )
 
 

@@ -53,7 +53,10 @@ def make_batch(model: JointActorCritic, *, rows: int = 64, seed: int = 1) -> Ten
         td.set((group, "value_target"), value + torch.randn(rows, n_agents, 1, generator=generator))
         # Perturb the stored log-prob so that ratios differ from 1 and clipping happens.
         log_prob = td.get((group, "action_log_prob"))
-        td.set((group, "action_log_prob"), log_prob + 0.3 * torch.randn(log_prob.shape, generator=generator))
+        td.set(
+            (group, "action_log_prob"),
+            log_prob + 0.3 * torch.randn(log_prob.shape, generator=generator),
+        )
     return td.exclude(*[(g, k) for g in model.group_sizes for k in ("features", "logits")])
 
 

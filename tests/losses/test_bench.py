@@ -14,16 +14,41 @@ from marlplug.losses.redundancy import redundancy_pair_loop, standardize_columns
 
 
 def test_bench_loss_json_rows(run_cli: Callable[..., Any]) -> None:
-    result = run_cli("bench", "loss", "--json", "--agents", "2", "--agents", "3", "--rows", "40",
-                     "--hidden", "8", "--repeats", "1")
+    result = run_cli(
+        "bench",
+        "loss",
+        "--json",
+        "--agents",
+        "2",
+        "--agents",
+        "3",
+        "--rows",
+        "40",
+        "--hidden",
+        "8",
+        "--repeats",
+        "1",
+    )
     assert result.exit_code == 0, result.err
     rows = json.loads(result.out)
     assert [row["agents"] for row in rows] == [2, 3]
     for row in rows:
-        assert {"agents", "joint_ms", "separate_ms", "speedup", "redundancy_ms", "redundancy_pairloop_ms",
-                "redundancy_floor_ms", "redundancy_ratio"} <= set(row)
-        assert row["speedup"] == pytest.approx(row["separate_ms"] / row["joint_ms"], rel=0.01, abs=0.002)
-        assert row["redundancy_ratio"] == pytest.approx(row["redundancy_ms"] / row["joint_ms"], rel=0.01, abs=0.002)
+        assert {
+            "agents",
+            "joint_ms",
+            "separate_ms",
+            "speedup",
+            "redundancy_ms",
+            "redundancy_pairloop_ms",
+            "redundancy_floor_ms",
+            "redundancy_ratio",
+        } <= set(row)
+        assert row["speedup"] == pytest.approx(
+            row["separate_ms"] / row["joint_ms"], rel=0.01, abs=0.002
+        )
+        assert row["redundancy_ratio"] == pytest.approx(
+            row["redundancy_ms"] / row["joint_ms"], rel=0.01, abs=0.002
+        )
 
 
 def test_gram_floor_holds_every_pair_of_the_penalty() -> None:

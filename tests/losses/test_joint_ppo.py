@@ -37,7 +37,9 @@ def _mlp_from_stack(mlp: StackedMLP, agent: int) -> nn.Sequential:
     )
 
 
-def _separate_clip_ppo_losses(model: JointActorCritic, batch: TensorDict, **kwargs: object) -> list[TensorDict]:
+def _separate_clip_ppo_losses(
+    model: JointActorCritic, batch: TensorDict, **kwargs: object
+) -> list[TensorDict]:
     """One independent TorchRL ClipPPOLoss per agent, on that agent's slice of the batch."""
     nets = model.groups["agent"]
     encoder, head, critic = nets.encoder.module, nets.policy_head.module, nets.critic.module
@@ -78,7 +80,10 @@ def test_equals_sum_of_independent_clip_ppo_losses(normalize: bool) -> None:
     model = make_model((("agent", 3),))
     batch = make_batch(model, rows=128)
     settings = dict(
-        clip_epsilon=0.2, entropy_coeff=0.01, critic_coeff=0.5, normalize_advantage=normalize,
+        clip_epsilon=0.2,
+        entropy_coeff=0.01,
+        critic_coeff=0.5,
+        normalize_advantage=normalize,
         clip_value=0.2,
     )
     joint = make_loss(model, **settings)(batch)
@@ -86,7 +91,9 @@ def test_equals_sum_of_independent_clip_ppo_losses(normalize: bool) -> None:
     for key in ("loss_objective", "loss_critic", "loss_entropy"):
         expected = sum(out[key] for out in separate)
         torch.testing.assert_close(joint[key], expected, atol=1e-6, rtol=0)
-    total_separate = sum(sum_losses(out, ["loss_objective", "loss_critic", "loss_entropy"]) for out in separate)
+    total_separate = sum(
+        sum_losses(out, ["loss_objective", "loss_critic", "loss_entropy"]) for out in separate
+    )
     torch.testing.assert_close(sum_losses(joint), total_separate, atol=1e-6, rtol=0)
     clip_fractions = torch.stack([out["clip_fraction"] for out in separate])
     torch.testing.assert_close(joint["agent", "clip_fraction"], clip_fractions)
@@ -97,17 +104,23 @@ def test_clipping_math_matches_the_formula() -> None:
     batch = make_batch(model, rows=6)
     loss = make_loss(model, normalize_advantage=False, clip_epsilon=0.2, entropy_coeff=0.0)
     with torch.no_grad():
-        new_log_prob = model.actors["agent"].get_dist(batch.select(("agent", "observation"))).log_prob(
-            batch["agent", "action"]
+        new_log_prob = (
+            model.actors["agent"]
+            .get_dist(batch.select(("agent", "observation")))
+            .log_prob(batch["agent", "action"])
         )
     ratios = torch.tensor([[1.5, 0.5], [1.5, 0.5], [1.1, 0.9], [0.7, 1.3], [0.7, 1.3], [1.0, 1.0]])
-    advantages = torch.tensor([[2.0, -2.0], [-2.0, 2.0], [1.0, -1.0], [1.0, 1.0], [-1.0, -1.0], [3.0, 3.0]])
+    advantages = torch.tensor(
+        [[2.0, -2.0], [-2.0, 2.0], [1.0, -1.0], [1.0, 1.0], [-1.0, -1.0], [3.0, 3.0]]
+    )
     batch["agent", "action_log_prob"] = new_log_prob - ratios.log()
     batch["agent", "advantage"] = advantages.unsqueeze(-1)
     expected = torch.empty(2)
     for agent in range(2):
         terms = []
-        for ratio, adv in zip(ratios[:, agent].tolist(), advantages[:, agent].tolist(), strict=True):
+        for ratio, adv in zip(
+            ratios[:, agent].tolist(), advantages[:, agent].tolist(), strict=True
+        ):
             clipped = min(max(ratio, 0.8), 1.2)
             terms.append(-min(ratio * adv, clipped * adv))
         expected[agent] = sum(terms) / len(terms)
@@ -122,8 +135,10 @@ def test_clipped_rows_give_no_policy_gradient() -> None:
     model = make_model((("agent", 2),))
     batch = make_batch(model, rows=8)
     with torch.no_grad():
-        log_prob = model.actors["agent"].get_dist(batch.select(("agent", "observation"))).log_prob(
-            batch["agent", "action"]
+        log_prob = (
+            model.actors["agent"]
+            .get_dist(batch.select(("agent", "observation")))
+            .log_prob(batch["agent", "action"])
         )
     batch["agent", "action_log_prob"] = log_prob - math.log(1.5)  # ratio 1.5 > 1 + ε everywhere
     batch["agent", "advantage"] = torch.ones(8, 2, 1)  # positive: the clipped term is the min
@@ -143,8 +158,10 @@ def test_gradient_isolation_between_agents() -> None:
     params = {group: list(model.groups[group].parameters()) for group in model.group_sizes}
     for agent, (own_group, own_index) in enumerate(slices):
         grads = torch.autograd.grad(
-            agent_losses[agent], [p for ps in params.values() for p in ps],
-            retain_graph=True, allow_unused=True,
+            agent_losses[agent],
+            [p for ps in params.values() for p in ps],
+            retain_graph=True,
+            allow_unused=True,
         )
         position = 0
         for group, group_params in params.items():
@@ -168,8 +185,14 @@ def test_output_structure_and_diagnostics() -> None:
     loss_keys = {k for k in out.keys() if k.startswith("loss_")}  # noqa: SIM118
     assert loss_keys == {"loss_objective", "loss_critic", "loss_entropy", "loss_redundancy"}
     for group, n in (("agent", 3), ("adversary", 2)):
-        for stat in ("policy_loss", "value_loss", "entropy", "clip_fraction", "approx_kl",
-                     "explained_variance"):
+        for stat in (
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "clip_fraction",
+            "approx_kl",
+            "explained_variance",
+        ):
             assert out[group, stat].shape == (n,)
             assert not out[group, stat].requires_grad
     assert out["aux_stats", "redundancy", "dead_features"] == 0

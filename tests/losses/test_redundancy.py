@@ -35,28 +35,40 @@ def _formula(features: list[torch.Tensor], eps: float) -> float:
     rows=st.integers(3, 40),
     seed=st.integers(0, 2**16),
 )
-def test_all_pairs_equals_the_formula_for_mixed_widths(widths: list[int], rows: int, seed: int) -> None:
+def test_all_pairs_equals_the_formula_for_mixed_widths(
+    widths: list[int], rows: int, seed: int
+) -> None:
     generator = torch.Generator().manual_seed(seed)
     features = [torch.randn(rows, d, generator=generator, dtype=torch.float64) for d in widths]
     expected = _formula(features, eps=1e-5)
-    assert float(redundancy_all_pairs(features, eps=1e-5)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
-    assert float(redundancy_pair_loop(features, eps=1e-5)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert float(redundancy_all_pairs(features, eps=1e-5)) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12
+    )
+    assert float(redundancy_pair_loop(features, eps=1e-5)) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12
+    )
 
 
 def test_gradient_matches_float64_finite_differences() -> None:
     generator = torch.Generator().manual_seed(0)
     features = tuple(
-        torch.randn(7, d, generator=generator, dtype=torch.float64, requires_grad=True) for d in (2, 3, 3)
+        torch.randn(7, d, generator=generator, dtype=torch.float64, requires_grad=True)
+        for d in (2, 3, 3)
     )
     assert torch.autograd.gradcheck(
-        lambda *zs: redundancy_all_pairs(list(zs), coef=0.7, eps=1e-3), features, eps=1e-6, atol=1e-7
+        lambda *zs: redundancy_all_pairs(list(zs), coef=0.7, eps=1e-3),
+        features,
+        eps=1e-6,
+        atol=1e-7,
     )
 
 
 def test_identical_features_and_independent_features() -> None:
     hadamard = torch.tensor([[1.0]], dtype=torch.float64)
     for _ in range(3):
-        hadamard = torch.cat([torch.cat([hadamard, hadamard], 1), torch.cat([hadamard, -hadamard], 1)])
+        hadamard = torch.cat(
+            [torch.cat([hadamard, hadamard], 1), torch.cat([hadamard, -hadamard], 1)]
+        )
     z = hadamard[:, 1:5]  # zero-mean, mutually orthogonal columns
     # Identical agents with uncorrelated columns: C = I, so each pair contributes ‖I‖²/16 = 4/16.
     assert float(redundancy_all_pairs([z, z, z], eps=1e-12)) == pytest.approx(3 * 0.25, rel=1e-6)
@@ -90,11 +102,14 @@ def test_single_agent_is_zero_and_bad_shapes_are_user_errors() -> None:
 
 
 def test_options_come_from_the_config() -> None:
-    config = load_config(data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "coef": 0.5}]})
+    config = load_config(
+        data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "coef": 0.5}]}
+    )
     options = config.losses[1].options
     loss = RedundancyLoss(**options.model_dump())
     assert loss.coef == 0.5 and loss.pair_reduction == "sum"
     with pytest.raises(ConfigError, match=r"losses\[1\].pair_reduction"):
-        load_config(data={"losses": [{"name": "redundancy", "pair_reduction": "max"}]} | {
-            "losses": [{"name": "clip_ppo"}, {"name": "redundancy", "pair_reduction": "max"}]
-        })
+        load_config(
+            data={"losses": [{"name": "redundancy", "pair_reduction": "max"}]}
+            | {"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "pair_reduction": "max"}]}
+        )

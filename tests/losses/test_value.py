@@ -48,15 +48,22 @@ def _hand_gae(td: TensorDict) -> tuple[torch.Tensor, torch.Tensor]:
     for agent in range(2):
         running = 0.0
         for t in reversed(range(5)):
-            delta = rewards[t, agent] + GAMMA * next_values[t, agent] * (1 - terminated[t, agent]) - values[t, agent]
+            delta = (
+                rewards[t, agent]
+                + GAMMA * next_values[t, agent] * (1 - terminated[t, agent])
+                - values[t, agent]
+            )
             running = delta + GAMMA * LMBDA * (1 - done[t, agent]) * running
             advantage[t, agent] = running
     return advantage, advantage + values
 
 
 def test_gae_matches_a_hand_computed_example_with_terminal_and_truncated_steps() -> None:
-    critic = TensorDictModule(lambda obs: obs[..., :1], in_keys=[("agent", "observation")],
-                              out_keys=[("agent", "state_value")])
+    critic = TensorDictModule(
+        lambda obs: obs[..., :1],
+        in_keys=[("agent", "observation")],
+        out_keys=[("agent", "state_value")],
+    )
     model = make_model((("agent", 2),))
     loss = JointPPOLoss(actor_network=model.actors, critic_network={"agent": critic})
     loss.make_value_estimator(ValueEstimators.GAE, gamma=GAMMA, lmbda=LMBDA)
@@ -72,8 +79,11 @@ def test_gae_matches_a_hand_computed_example_with_terminal_and_truncated_steps()
 
 
 def test_env_level_done_flags_are_expanded_to_agents() -> None:
-    critic = TensorDictModule(lambda obs: obs[..., :1], in_keys=[("agent", "observation")],
-                              out_keys=[("agent", "state_value")])
+    critic = TensorDictModule(
+        lambda obs: obs[..., :1],
+        in_keys=[("agent", "observation")],
+        out_keys=[("agent", "state_value")],
+    )
     model = make_model((("agent", 2),))
     loss = JointPPOLoss(actor_network=model.actors, critic_network={"agent": critic})
     loss.make_value_estimator(gamma=GAMMA, lmbda=LMBDA)

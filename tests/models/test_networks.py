@@ -51,7 +51,9 @@ def test_stacked_linear_equals_one_linear_per_agent() -> None:
     torch.manual_seed(2)
     layer = StackedLinear(n_agents=3, in_features=4, out_features=5)
     inputs = torch.randn(8, 3, 4)
-    expected = torch.stack([inputs[:, i] @ layer.weight[i] + layer.bias[i] for i in range(3)], dim=1)
+    expected = torch.stack(
+        [inputs[:, i] @ layer.weight[i] + layer.bias[i] for i in range(3)], dim=1
+    )
     torch.testing.assert_close(layer(inputs), expected)
 
 
@@ -74,8 +76,13 @@ def test_encoder_features_shape_and_order() -> None:
     observations = {"adversary": torch.randn(10, 2, 6), "agent": torch.randn(10, 3, 4)}
     features = model.encoder_features(observations)
     assert [tuple(f.shape) for f in features] == [(10, 8)] * 5
-    assert model.agent_names == [("adversary", "x0"), ("adversary", "x1"),
-                                 ("agent", "a0"), ("agent", "a1"), ("agent", "a2")]
+    assert model.agent_names == [
+        ("adversary", "x0"),
+        ("adversary", "x1"),
+        ("agent", "a0"),
+        ("agent", "a1"),
+        ("agent", "a2"),
+    ]
     td = TensorDict({("agent", "observation"): observations["agent"]}, batch_size=[10])
     model.actors["agent"](td)
     assert td["agent", "features"].shape == (10, 3, 8)
@@ -90,7 +97,9 @@ def test_rollout_policy_samples_the_actor_distribution_and_acts_greedily() -> No
     with torch.no_grad():
         model.policy(td)
         distribution = model.actors["agent"].get_dist(td.select(("agent", "observation")))
-        torch.testing.assert_close(td["agent", "action_log_prob"], distribution.log_prob(td["agent", "action"]))
+        torch.testing.assert_close(
+            td["agent", "action_log_prob"], distribution.log_prob(td["agent", "action"])
+        )
         with set_exploration_type(ExplorationType.DETERMINISTIC):
             greedy = model.policy(td.select(("agent", "observation")).clone())
     assert torch.equal(greedy["agent", "action"], distribution.logits.argmax(-1))
@@ -112,4 +121,6 @@ def test_continuous_actions_get_a_bounded_tanh_normal() -> None:
 
 def test_continuous_spec_needs_bounds() -> None:
     with pytest.raises(UserError, match="action_low"):
-        GroupSpec(group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True)
+        GroupSpec(
+            group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True
+        )

@@ -14,13 +14,23 @@ from marlplug.cli.train import _uses_maddpg_runner, default_config_path
 def test_dispatch_follows_the_algorithm_and_the_coding_section() -> None:
     assert not _uses_maddpg_runner(load_config(default_config_path()))
     assert _uses_maddpg_runner(load_config(data={"algorithm": {"name": "maddpg"}}))
-    coded = load_config(data={"algorithm": {"name": "maddpg"}, "coding": {"scheme": "mds", "learners": 4}})
+    coded = load_config(
+        data={"algorithm": {"name": "maddpg"}, "coding": {"scheme": "mds", "learners": 4}}
+    )
     assert _uses_maddpg_runner(coded)
 
 
-def test_coded_ppo_is_a_one_line_error_naming_the_field(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+def test_coded_ppo_is_a_one_line_error_naming_the_field(
+    run_cli: Callable[..., Any], tmp_path: Path
+) -> None:
     result = run_cli(
-        "train", "--set", "coding.scheme=mds", "--set", "coding.learners=4", "--set", f"logging.dir={tmp_path}"
+        "train",
+        "--set",
+        "coding.scheme=mds",
+        "--set",
+        "coding.learners=4",
+        "--set",
+        f"logging.dir={tmp_path}",
     )
     assert result.exit_code == 2
     assert "algorithm.name" in result.err and "maddpg" in result.err
@@ -47,5 +57,7 @@ def test_centralized_maddpg_through_the_cli(run_cli: Callable[..., Any], tmp_pat
     assert lines[-1] == f"resume with:    marlplug train --resume {tmp_path / 'central'}"
     for name in ("checkpoint.pt", "learning_curve.png", "rounds.csv", "config.yaml"):
         assert (tmp_path / "central" / name).is_file()
-    episode_returns = (tmp_path / "central" / "metrics" / "scalars" / "episode_return.csv").read_text()
+    episode_returns = (
+        tmp_path / "central" / "metrics" / "scalars" / "episode_return.csv"
+    ).read_text()
     assert len(episode_returns.strip().splitlines()) == 3

@@ -28,8 +28,15 @@ def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=tb",
-                                    "logging.backend=tensorboard", "train.updates=2"])
+    config = load_config(
+        overrides=[
+            *SMALL,
+            f"logging.dir={tmp_path}",
+            "logging.run_name=tb",
+            "logging.backend=tensorboard",
+            "train.updates=2",
+        ]
+    )
     result = run_training(config)
     event_files = list((tmp_path / "tb").rglob("events.out.tfevents.*"))
     assert event_files, list((tmp_path / "tb").rglob("*"))
@@ -43,8 +50,15 @@ def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
 
 
 def test_continuous_actions_train(tmp_path: Path) -> None:
-    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=cont",
-                                    "env.continuous_actions=true", "train.updates=2"])
+    config = load_config(
+        overrides=[
+            *SMALL,
+            f"logging.dir={tmp_path}",
+            "logging.run_name=cont",
+            "env.continuous_actions=true",
+            "train.updates=2",
+        ]
+    )
     result = run_training(config)
     assert result.last_stats is not None and result.last_stats.skipped_nonfinite == 0
     assert all(torch.isfinite(torch.tensor(v)).all() for v in result.last_stats.per_agent.values())
@@ -56,14 +70,21 @@ def test_continuous_actions_train(tmp_path: Path) -> None:
     # The weights moved away from their initialization.
     torch.manual_seed(config.seed)
     fresh = type(model).from_env(env, hidden_size=16, feature_dim=8)
-    assert any(not torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), trained.values(), strict=True))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(fresh.state_dict().values(), trained.values(), strict=True)
+    )
 
 
 def test_load_policy_rejects_a_mismatched_env(tmp_path: Path) -> None:
-    config = load_config(overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=m", "train.updates=1"])
+    config = load_config(
+        overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=m", "train.updates=1"]
+    )
     result = run_training(config)
     with pytest.raises(UserError, match="do not fit"):
         load_policy(result.checkpoint, make_env("cooperative_navigation", agents=3, seed=0), config)
     (tmp_path / "junk.pt").write_text("not a checkpoint")
     with pytest.raises(UserError, match="--checkpoint"):
-        load_policy(tmp_path / "junk.pt", make_env("cooperative_navigation", agents=2, seed=0), config)
+        load_policy(
+            tmp_path / "junk.pt", make_env("cooperative_navigation", agents=2, seed=0), config
+        )

@@ -34,7 +34,9 @@ def array_parity_check(p: int, rho: int, gamma: int) -> np.ndarray:
     )
 
 
-def gallager_parity_check(num_learners: int, d_v: int, d_c: int, rng: np.random.Generator) -> np.ndarray:
+def gallager_parity_check(
+    num_learners: int, d_v: int, d_c: int, rng: np.random.Generator
+) -> np.ndarray:
     """H of a random (d_v, d_c)-regular Gallager code: d_v bands, each a column permutation of the first.
 
     Every column has d_v ones and every row d_c ones.
@@ -79,13 +81,17 @@ class LDPCCode(CodingScheme):
 
     options: Options
 
-    def make_decoder(self, assignment_matrix: np.ndarray, *, max_condition: float | None = None) -> Decoder:
+    def make_decoder(
+        self, assignment_matrix: np.ndarray, *, max_condition: float | None = None
+    ) -> Decoder:
         return PeelingDecoder(assignment_matrix, max_condition=max_condition)
 
     def build_matrix(self, num_agents: int, num_learners: int, seed: int) -> np.ndarray:
         construction = self.options.construction
         if construction in ("auto", "array"):
-            parity_check = self._array_parity_check(num_agents, num_learners, required=construction == "array")
+            parity_check = self._array_parity_check(
+                num_agents, num_learners, required=construction == "array"
+            )
             if parity_check is not None:
                 return gf2.systematic_generator(parity_check).T.astype(np.float64)
         return self._gallager_matrix(num_agents, num_learners, seed)
@@ -93,13 +99,18 @@ class LDPCCode(CodingScheme):
     def _where(self, num_agents: int, num_learners: int) -> str:
         return f"{self.describe()} with M={num_agents} agents, N={num_learners} learners"
 
-    def _array_parity_check(self, num_agents: int, num_learners: int, *, required: bool) -> np.ndarray | None:
+    def _array_parity_check(
+        self, num_agents: int, num_learners: int, *, required: bool
+    ) -> np.ndarray | None:
         opts = self.options
         shapes = [
             (p, num_learners // p)
             for p in range(2, num_learners + 1)
-            if num_learners % p == 0 and _is_prime(p) and num_learners // p >= 2
-            and opts.p in (None, p) and opts.rho in (None, num_learners // p)
+            if num_learners % p == 0
+            and _is_prime(p)
+            and num_learners // p >= 2
+            and opts.p in (None, p)
+            and opts.rho in (None, num_learners // p)
         ]
         tried: list[str] = []
         for p, rho in shapes:
@@ -110,8 +121,12 @@ class LDPCCode(CodingScheme):
                     return parity_check
                 tried.append(f"p={p}, rho={rho}, gamma={gamma} gives M={dimension}")
         if required:
-            detail = "; ".join(tried) if tried else "N is not p·ρ with p prime (and the given p, rho)"
-            raise InvalidCodeError(f"{self._where(num_agents, num_learners)}: no array LDPC fits ({detail})")
+            detail = (
+                "; ".join(tried) if tried else "N is not p·ρ with p prime (and the given p, rho)"
+            )
+            raise InvalidCodeError(
+                f"{self._where(num_agents, num_learners)}: no array LDPC fits ({detail})"
+            )
         return None
 
     def _gallager_degrees(self, num_agents: int, num_learners: int) -> list[tuple[int, int]]:
@@ -123,9 +138,17 @@ class LDPCCode(CodingScheme):
             for d_v in range(2, d_c):
                 checks, remainder = divmod(num_learners * d_v, d_c)
                 # A random Gallager H has rank checks - (d_v - 1) (each band sums to all ones).
-                if num_learners % d_c == 0 and not remainder and num_learners - checks + d_v - 1 == num_agents:
+                if (
+                    num_learners % d_c == 0
+                    and not remainder
+                    and num_learners - checks + d_v - 1 == num_agents
+                ):
                     degrees.append((d_v, d_c))
-        return [(d_v, d_c) for d_v, d_c in degrees if opts.d_v in (None, d_v) and opts.d_c in (None, d_c)]
+        return [
+            (d_v, d_c)
+            for d_v, d_c in degrees
+            if opts.d_v in (None, d_v) and opts.d_c in (None, d_c)
+        ]
 
     def _gallager_matrix(self, num_agents: int, num_learners: int, seed: int) -> np.ndarray:
         where = self._where(num_agents, num_learners)
@@ -141,7 +164,9 @@ class LDPCCode(CodingScheme):
             if num_learners % d_c or (num_learners * d_v) % d_c:
                 raise InvalidCodeError(f"{where}: d_c={d_c} must divide N and N·d_v")
             for _ in range(self.options.max_attempts):
-                generator = gf2.systematic_generator(gallager_parity_check(num_learners, d_v, d_c, rng))
+                generator = gf2.systematic_generator(
+                    gallager_parity_check(num_learners, d_v, d_c, rng)
+                )
                 if generator.shape[0] == num_agents and generator.any(axis=0).all():
                     return generator.T.astype(np.float64)
         raise InvalidCodeError(

@@ -95,7 +95,9 @@ class LocalBackend:
                     message: Any = self._result_conns[learner].recv()
                 except (EOFError, OSError):
                     self.close()
-                    raise LearnerStartError(f"local backend: learner {learner} exited while starting") from None
+                    raise LearnerStartError(
+                        f"local backend: learner {learner} exited while starting"
+                    ) from None
                 if message[0] == "ready":
                     waiting.discard(learner)
 
@@ -209,7 +211,9 @@ class LocalBackend:
                 process = self._processes[learner]
                 process.join(timeout=1)
                 events.append(
-                    LearnerFailure(learner, None, f"process exited (code {process.exitcode})", died=True)
+                    LearnerFailure(
+                        learner, None, f"process exited (code {process.exitcode})", died=True
+                    )
                 )
                 conn.close()
                 del self._result_conns[learner]
@@ -292,7 +296,9 @@ def _worker_main(
                     superseded = True
                     break
             if not superseded:
-                result_conn.send(("result", learner, round_index, task_id, coded.numpy(), compute_s))
+                result_conn.send(
+                    ("result", learner, round_index, task_id, coded.numpy(), compute_s)
+                )
     except (EOFError, OSError, KeyboardInterrupt):
         return
 

@@ -114,16 +114,23 @@ class RayBackend:
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "a local Ray"
                 raise RayUnavailableError(
-                    f"coding.ray_address: cannot start or reach Ray at '{where}': {exc}".splitlines()[0]
+                    f"coding.ray_address: cannot start or reach Ray at '{where}': {exc}".splitlines()[
+                        0
+                    ]
                 ) from None
         for learner in range(self.num_learners):
             self._spawn(learner)
         try:
-            ray.get([actor.ready.remote() for actor in self._actors.values()], timeout=self.start_timeout_s)
+            ray.get(
+                [actor.ready.remote() for actor in self._actors.values()],
+                timeout=self.start_timeout_s,
+            )
         except Exception as exc:
             self.close()
             raise RayUnavailableError(
-                f"ray backend: learners not ready within {self.start_timeout_s:.0f} s: {exc}".splitlines()[0]
+                f"ray backend: learners not ready within {self.start_timeout_s:.0f} s: {exc}".splitlines()[
+                    0
+                ]
             ) from None
 
     def _spawn(self, learner: int) -> None:

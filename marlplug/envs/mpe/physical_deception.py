@@ -27,9 +27,7 @@ class PhysicalDeceptionOptions(AdversarialOptions):
     @classmethod
     def _exactly_one(cls, value: int) -> int:
         if value != 1:
-            raise PydanticCustomError(
-                "one_adversary", "physical_deception has exactly 1 adversary"
-            )
+            raise PydanticCustomError("one_adversary", "physical_deception has exactly 1 adversary")
         return value
 
     @property

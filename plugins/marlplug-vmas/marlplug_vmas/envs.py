@@ -118,7 +118,9 @@ class PredatorPrey(VmasScenario):
 
     Options: ClassVar[type[ScenarioOptions]] = PredatorPreyOptions
     scenario: ClassVar[str] = "predator_prey"
-    summary: ClassVar[str] = "M-K slower predators chase K faster prey around obstacles (vectorized)"
+    summary: ClassVar[str] = (
+        "M-K slower predators chase K faster prey around obstacles (vectorized)"
+    )
     vmas_scenario = PredatorPreyScenario
 
 
@@ -127,7 +129,9 @@ class PhysicalDeception(VmasScenario):
 
     Options: ClassVar[type[ScenarioOptions]] = PhysicalDeceptionOptions
     scenario: ClassVar[str] = "physical_deception"
-    summary: ClassVar[str] = "M-1 good agents cover a known target; 1 adversary guesses (vectorized)"
+    summary: ClassVar[str] = (
+        "M-1 good agents cover a known target; 1 adversary guesses (vectorized)"
+    )
     vmas_scenario = PhysicalDeceptionScenario
 
     def world_arguments(self) -> dict[str, Any]:
@@ -152,5 +156,7 @@ class KeepAway(VmasScenario):
 
     Options: ClassVar[type[ScenarioOptions]] = KeepAwayOptions
     scenario: ClassVar[str] = "keep_away"
-    summary: ClassVar[str] = "M-K good agents reach a known target; K adversaries block (vectorized)"
+    summary: ClassVar[str] = (
+        "M-K good agents reach a known target; K adversaries block (vectorized)"
+    )
     vmas_scenario = KeepAwayScenario

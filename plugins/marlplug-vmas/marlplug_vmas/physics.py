@@ -63,10 +63,14 @@ class MpeWorld(World):
             return
         drag = entity.drag if entity.drag is not None else self._drag
         entity.state.pos = entity.state.pos + entity.state.vel * self._sub_dt
-        velocity = entity.state.vel * (1 - drag) + self.forces_dict[entity] / entity.mass * self._sub_dt
+        velocity = (
+            entity.state.vel * (1 - drag) + self.forces_dict[entity] / entity.mass * self._sub_dt
+        )
         if entity.max_speed is not None:
             speed = torch.linalg.vector_norm(velocity, dim=-1, keepdim=True)
-            velocity = torch.where(speed > entity.max_speed, velocity / speed * entity.max_speed, velocity)
+            velocity = torch.where(
+                speed > entity.max_speed, velocity / speed * entity.max_speed, velocity
+            )
         entity.state.vel = velocity
 
 
@@ -103,7 +107,9 @@ def mpe_agent(
         max_speed=max_speed,
         adversary=adversary,
         u_range=1.0,
-        dynamics=MpeDynamics(continuous=continuous, accel=DEFAULT_ACCEL if accel is None else accel),
+        dynamics=MpeDynamics(
+            continuous=continuous, accel=DEFAULT_ACCEL if accel is None else accel
+        ),
         action_size=5 if continuous else 1,
         discrete_action_nvec=None if continuous else [5],
     )
@@ -111,7 +117,9 @@ def mpe_agent(
 
 def mpe_landmark(name: str, *, size: float, color: Any, collide: bool = False) -> Landmark:
     """A static VMAS landmark (an obstacle when ``collide``)."""
-    return Landmark(name=name, shape=Sphere(radius=size), collide=collide, movable=False, color=color)
+    return Landmark(
+        name=name, shape=Sphere(radius=size), collide=collide, movable=False, color=color
+    )
 
 
 def distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

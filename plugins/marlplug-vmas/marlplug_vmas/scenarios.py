@@ -43,9 +43,13 @@ class _MpeLikeScenario(BaseScenario):
 
     def _reset_entities(self, env_index: int | None, landmark_range: float = 1.0) -> None:
         for agent in self.world.agents:
-            agent.set_pos(uniform_positions(self.world, env_index, -1.0, 1.0), batch_index=env_index)
-            agent.set_vel(torch.zeros_like(uniform_positions(self.world, env_index, 0, 0)),
-                          batch_index=env_index)
+            agent.set_pos(
+                uniform_positions(self.world, env_index, -1.0, 1.0), batch_index=env_index
+            )
+            agent.set_vel(
+                torch.zeros_like(uniform_positions(self.world, env_index, 0, 0)),
+                batch_index=env_index,
+            )
         for landmark in self.world.landmarks:
             landmark.set_pos(
                 uniform_positions(self.world, env_index, -landmark_range, landmark_range),
@@ -55,14 +59,18 @@ class _MpeLikeScenario(BaseScenario):
     def _reset_target(self, env_index: int | None) -> None:
         count = len(self.world.landmarks)
         if env_index is None:
-            self.target_index = torch.randint(count, (self.world.batch_dim,), device=self.world.device)
+            self.target_index = torch.randint(
+                count, (self.world.batch_dim,), device=self.world.device
+            )
         else:
             self.target_index[env_index] = torch.randint(count, (), device=self.world.device)
 
     def target_pos(self) -> torch.Tensor:
         """``[batch, 2]``: each env's target landmark position."""
         positions = self.landmark_positions()
-        return positions[torch.arange(self.world.batch_dim, device=self.world.device), self.target_index]
+        return positions[
+            torch.arange(self.world.batch_dim, device=self.world.device), self.target_index
+        ]
 
     def agent_positions(self) -> torch.Tensor:
         """``[batch, agents, 2]``: every agent's position, in world order."""
@@ -102,9 +110,7 @@ class _MpeLikeScenario(BaseScenario):
         others = positions[:, others_index(count, positions.device)] - positions.unsqueeze(2)
         return landmarks.reshape(batch, count, -1), others.reshape(batch, count, -1)
 
-    def place(
-        self, agents: dict[str, Any], landmarks: Any = (), target: int | None = None
-    ) -> None:
+    def place(self, agents: dict[str, Any], landmarks: Any = (), target: int | None = None) -> None:
         """Put named agents and the first landmarks at rest at given positions in every env."""
         by_name = {agent.name: agent for agent in self.world.agents}
         batch = self.world.batch_dim
@@ -138,7 +144,9 @@ class CooperativeNavigationScenario(_MpeLikeScenario):
         agents, continuous = kwargs["agents"], kwargs["continuous"]
         world = mpe_world(batch_dim, device)
         for index in range(agents):
-            world.add_agent(mpe_agent(f"agent_{index}", continuous=continuous, size=0.15, color=BLUE))
+            world.add_agent(
+                mpe_agent(f"agent_{index}", continuous=continuous, size=0.15, color=BLUE)
+            )
         for index in range(agents):
             world.add_landmark(mpe_landmark(f"landmark {index}", size=0.05, color=GREY))
         return world
@@ -175,7 +183,8 @@ def _arena_penalty(position: torch.Tensor) -> torch.Tensor:
     """mpe2 simple_tag's penalty for leaving the arena, summed over the last (x, y) dim."""
     x = position.abs()
     penalty = torch.where(
-        x < 0.9, torch.zeros_like(x),
+        x < 0.9,
+        torch.zeros_like(x),
         torch.where(x < 1.0, (x - 0.9) * 10, torch.clamp(torch.exp(2 * x - 2), max=10.0)),
     )
     return penalty.sum(dim=-1)
@@ -188,17 +197,32 @@ class PredatorPreyScenario(_MpeLikeScenario):
         continuous = kwargs["continuous"]
         world = mpe_world(batch_dim, device)
         for index in range(kwargs["agents"] - kwargs["adversaries"]):
-            world.add_agent(mpe_agent(
-                f"agent_{index}", continuous=continuous, size=0.075, color=RED,
-                accel=3.0, max_speed=1.0,
-            ))
+            world.add_agent(
+                mpe_agent(
+                    f"agent_{index}",
+                    continuous=continuous,
+                    size=0.075,
+                    color=RED,
+                    accel=3.0,
+                    max_speed=1.0,
+                )
+            )
         for index in range(kwargs["adversaries"]):
-            world.add_agent(mpe_agent(
-                f"adversary_{index}", continuous=continuous, size=0.05, color=GREEN,
-                accel=4.0, max_speed=1.3, adversary=True,
-            ))
+            world.add_agent(
+                mpe_agent(
+                    f"adversary_{index}",
+                    continuous=continuous,
+                    size=0.05,
+                    color=GREEN,
+                    accel=4.0,
+                    max_speed=1.3,
+                    adversary=True,
+                )
+            )
         for index in range(kwargs["obstacles"]):
-            world.add_landmark(mpe_landmark(f"landmark {index}", size=0.2, color=GREY, collide=True))
+            world.add_landmark(
+                mpe_landmark(f"landmark {index}", size=0.2, color=GREY, collide=True)
+            )
         return world
 
     @property
@@ -235,13 +259,19 @@ class PredatorPreyScenario(_MpeLikeScenario):
             batch, count = prey_velocities.shape[:2]
             # mpe2 appends the velocities of the prey among the *other* agents.
             self.predator_observations = torch.cat(
-                [own[:, :predators],
-                 prey_velocities.reshape(batch, 1, -1).expand(-1, predators, -1)],
+                [
+                    own[:, :predators],
+                    prey_velocities.reshape(batch, 1, -1).expand(-1, predators, -1),
+                ],
                 dim=-1,
             )
             self.prey_observations = torch.cat(
-                [own[:, predators:],
-                 prey_velocities[:, others_index(count, positions.device)].reshape(batch, count, -1)],
+                [
+                    own[:, predators:],
+                    prey_velocities[:, others_index(count, positions.device)].reshape(
+                        batch, count, -1
+                    ),
+                ],
                 dim=-1,
             )
         index = self.index_of(agent)
@@ -258,11 +288,22 @@ class PhysicalDeceptionScenario(_MpeLikeScenario):
     def make_world(self, batch_dim: int, device: Any, **kwargs: Any) -> World:
         continuous = kwargs["continuous"]
         world = mpe_world(batch_dim, device)
-        world.add_agent(mpe_agent("adversary_0", continuous=continuous, size=0.15, color=RED,
-                                  collide=False, adversary=True))
+        world.add_agent(
+            mpe_agent(
+                "adversary_0",
+                continuous=continuous,
+                size=0.15,
+                color=RED,
+                collide=False,
+                adversary=True,
+            )
+        )
         for index in range(kwargs["agents"] - 1):
-            world.add_agent(mpe_agent(f"agent_{index}", continuous=continuous, size=0.15,
-                                      color=BLUE, collide=False))
+            world.add_agent(
+                mpe_agent(
+                    f"agent_{index}", continuous=continuous, size=0.15, color=BLUE, collide=False
+                )
+            )
         for index in range(kwargs["landmarks"]):
             world.add_landmark(mpe_landmark(f"landmark {index}", size=0.08, color=GREY))
         self.target_index = torch.zeros(batch_dim, dtype=torch.long, device=device)
@@ -305,10 +346,19 @@ class KeepAwayScenario(_MpeLikeScenario):
         world = mpe_world(batch_dim, device)
         good = kwargs["agents"] - kwargs["adversaries"]
         for index in range(good):
-            world.add_agent(mpe_agent(f"agent_{index}", continuous=continuous, size=0.05, color=BLUE))
+            world.add_agent(
+                mpe_agent(f"agent_{index}", continuous=continuous, size=0.05, color=BLUE)
+            )
         for index in range(kwargs["adversaries"]):
-            world.add_agent(mpe_agent(f"adversary_{index}", continuous=continuous, size=0.075,
-                                      color=RED, adversary=True))
+            world.add_agent(
+                mpe_agent(
+                    f"adversary_{index}",
+                    continuous=continuous,
+                    size=0.075,
+                    color=RED,
+                    adversary=True,
+                )
+            )
         for index in range(kwargs["landmarks"]):
             world.add_landmark(mpe_landmark(f"landmark {index}", size=0.08, color=GREY))
         self.target_index = torch.zeros(batch_dim, dtype=torch.long, device=device)
@@ -322,7 +372,7 @@ class KeepAwayScenario(_MpeLikeScenario):
     def reward(self, agent: Agent) -> torch.Tensor:
         if self.is_first(agent):
             to_target = distance(self.agent_positions(), self.target_pos().unsqueeze(1))  # [b, M]
-            good, adversaries = to_target[:, :self.good_count], to_target[:, self.good_count:]
+            good, adversaries = to_target[:, : self.good_count], to_target[:, self.good_count :]
             self.team_reward = adversaries.min(dim=-1).values - good.min(dim=-1).values
         return -self.team_reward if agent.adversary else self.team_reward
 

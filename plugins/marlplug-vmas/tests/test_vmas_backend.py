@@ -40,8 +40,9 @@ def _spec(env: EnvBase, group: str, key: str) -> Any:
 @pytest.mark.parametrize("scenario", sorted(SMALL))
 def test_specs_match_the_mpe_backend(scenario: str, continuous: bool) -> None:
     mpe = make_env(scenario, num_envs=2, continuous_actions=continuous, **SMALL[scenario])
-    vmas = make_env(scenario, backend="vmas", num_envs=2, continuous_actions=continuous,
-                    **SMALL[scenario])
+    vmas = make_env(
+        scenario, backend="vmas", num_envs=2, continuous_actions=continuous, **SMALL[scenario]
+    )
     assert vmas.group_map == mpe.group_map
     assert vmas.batch_size == mpe.batch_size
     for group in mpe.group_map:
@@ -73,7 +74,8 @@ def _start(
 
 
 @pytest.mark.parametrize(
-    ("continuous", "sizes"), [(False, SMALL), (True, SMALL), (False, LARGE)],
+    ("continuous", "sizes"),
+    [(False, SMALL), (True, SMALL), (False, LARGE)],
     ids=["discrete", "continuous", "discrete-large"],
 )
 @pytest.mark.parametrize("scenario", sorted(SMALL))
@@ -96,8 +98,11 @@ def test_same_actions_give_the_same_trajectory(
         for group in mpe.group_map:
             for key in ("observation", "reward"):
                 torch.testing.assert_close(
-                    vmas_out["next", group, key][0], mpe_out["next", group, key],
-                    atol=1e-4, rtol=1e-4, msg=f"{group}/{key} differs between backends",
+                    vmas_out["next", group, key][0],
+                    mpe_out["next", group, key],
+                    atol=1e-4,
+                    rtol=1e-4,
+                    msg=f"{group}/{key} differs between backends",
                 )
         mpe_td, vmas_td = mpe_out["next"].clone(), vmas_out["next"].clone()
 
@@ -107,8 +112,12 @@ def test_same_seed_gives_bit_identical_batches() -> None:
         env = make_env("keep_away", backend="vmas", num_envs=8, seed=seed, agents=4, adversaries=2)
         torch.manual_seed(5)
         rollout = env.rollout(10)
-        return torch.cat([rollout["next", "agent", "observation"].flatten(),
-                          rollout["next", "adversary", "reward"].flatten()])
+        return torch.cat(
+            [
+                rollout["next", "agent", "observation"].flatten(),
+                rollout["next", "adversary", "reward"].flatten(),
+            ]
+        )
 
     assert torch.equal(episode(1), episode(1))
     assert not torch.equal(episode(1), episode(2))
