@@ -61,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and turn user mistakes into exit status 2 with a short message."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("MARLPLUG_DEBUG", "") not in {"", "0"}
+    # TorchRL logs INFO lines to stdout, which would corrupt `--json` output; read at its import.
+    os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
     try:
         cli.main(args=args, prog_name="marlplug", standalone_mode=False)
     except click.exceptions.Exit as exc:
