@@ -8,7 +8,7 @@ concatenated, width-scaled standardized features, minus each agent's own diagona
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
@@ -44,6 +44,45 @@ def _reduce_pairs(
     return pair_sum
 
 
+def _block_grams(scaled: torch.Tensor, widths: list[int]) -> list[torch.Tensor]:
+    """Each agent's own ``Y_iᵀ Y_i`` (one ``bmm`` when the widths are equal)."""
+    rows = scaled.shape[0]
+    if len(set(widths)) == 1:
+        blocks = scaled.reshape(rows, len(widths), widths[0]).transpose(0, 1)
+        return list(torch.bmm(blocks.transpose(1, 2), blocks).unbind(0))
+    return [block.T @ block for block in torch.split(scaled, widths, dim=1)]
+
+
+class _CrossBlockEnergy(torch.autograd.Function):
+    """``‖YᵀY‖_F² − Σ_i ‖Y_iᵀY_i‖_F²``: the squared entries of every off-diagonal agent block.
+
+    Autograd would differentiate the Gram product as two matrix products (one per operand); the
+    energy's gradient is ``4·Y·(YᵀY) = 4·(YYᵀ)·Y``, a single product with the Gram kept from the
+    forward pass, so forward + backward costs two Gram-sized products instead of three.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, scaled: torch.Tensor, widths: list[int]) -> torch.Tensor:
+        # ‖YᵀY‖_F = ‖YYᵀ‖_F: take the smaller Gram.
+        feature_side = scaled.shape[1] <= scaled.shape[0]
+        gram = scaled.T @ scaled if feature_side else scaled @ scaled.T
+        own = _block_grams(scaled, widths)
+        ctx.save_for_backward(scaled, gram, *own)
+        ctx.feature_side, ctx.widths = feature_side, widths
+        return gram.square().sum() - torch.stack([g.square().sum() for g in own]).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None]:
+        scaled, gram, *own = ctx.saved_tensors
+        grad = scaled @ gram if ctx.feature_side else gram @ scaled
+        own_grad = [
+            block @ block_gram
+            for block, block_gram in zip(torch.split(scaled, ctx.widths, dim=1), own, strict=True)
+        ]
+        grad = grad - torch.cat(own_grad, dim=1)
+        return 4.0 * grad_output * grad, None
+
+
 def redundancy_all_pairs(
     features: list[torch.Tensor],
     *,
@@ -74,17 +113,8 @@ def redundancy_all_pairs(
         [concatenated.new_full((width,), 1.0 / math.sqrt(width)) for width in widths]
     )
     scaled = (concatenated - mean) * (torch.rsqrt(var + eps) * column_scale)
-    # ‖YᵀY‖_F = ‖YYᵀ‖_F: take the smaller Gram.
-    gram = scaled.T @ scaled if scaled.shape[1] <= rows else scaled @ scaled.T
-    everything = gram.square().sum()
-    if len(set(widths)) == 1:
-        blocks = scaled.reshape(rows, num_agents, widths[0]).transpose(0, 1)
-        own = torch.bmm(blocks.transpose(1, 2), blocks).square().sum()
-    else:
-        own = torch.stack(
-            [(block.T @ block).square().sum() for block in torch.split(scaled, widths, dim=1)]
-        ).sum()
-    pair_sum = (everything - own) / (2 * rows * rows)
+    cross = _CrossBlockEnergy.apply(scaled, widths)
+    pair_sum = cross / (2 * rows * rows)
     return coef * _reduce_pairs(pair_sum, num_agents, pair_reduction)
 
 

@@ -49,11 +49,16 @@ def test_all_pairs_equals_the_formula_for_mixed_widths(
     )
 
 
-def test_gradient_matches_float64_finite_differences() -> None:
+@pytest.mark.parametrize(
+    ("rows", "widths"),
+    [(7, (2, 3, 3)), (12, (3, 3, 3))],
+    ids=["unequal-widths-row-gram", "equal-widths-feature-gram"],
+)
+def test_gradient_matches_float64_finite_differences(rows: int, widths: tuple[int, ...]) -> None:
     generator = torch.Generator().manual_seed(0)
     features = tuple(
-        torch.randn(7, d, generator=generator, dtype=torch.float64, requires_grad=True)
-        for d in (2, 3, 3)
+        torch.randn(rows, d, generator=generator, dtype=torch.float64, requires_grad=True)
+        for d in widths
     )
     assert torch.autograd.gradcheck(
         lambda *zs: redundancy_all_pairs(list(zs), coef=0.7, eps=1e-3),
