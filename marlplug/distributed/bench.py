@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.seeding import agent_seed
 from marlplug.coding import make_decoder
@@ -57,17 +57,10 @@ class Setting:
     adversaries: int
 
 
-def measure_setting(
-    setting: Setting,
-    *,
-    codes: Sequence[str],
-    learners: int,
-    rounds: int,
-    env_backend: str,
-    seed: int,
-    algorithm_options: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """Rows ``{scenario, agents, stragglers, code, round_s, ...}`` for every code and k (medians)."""
+def _warmed_up(
+    setting: Setting, env_backend: str, seed: int, algorithm_options: dict[str, Any]
+) -> tuple[MaddpgProgram, ExperienceCollector, torch.Tensor]:
+    """The setting's MADDPG program, a collector whose replay buffer can serve a minibatch, and θ."""
     from marlplug.envs import make_env
 
     env_options: dict[str, Any] = {"agents": setting.agents}
@@ -79,6 +72,21 @@ def measure_setting(
     theta = program.init_state(seed)
     while not collector.ready():
         collector.collect(theta, program.options.steps_per_iteration)
+    return program, collector, theta
+
+
+def measure_setting(
+    setting: Setting,
+    *,
+    codes: Sequence[str],
+    learners: int,
+    rounds: int,
+    env_backend: str,
+    seed: int,
+    algorithm_options: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Rows ``{scenario, agents, stragglers, code, round_s, ...}`` for every code and k (medians)."""
+    program, collector, theta = _warmed_up(setting, env_backend, seed, algorithm_options)
     registry = get_plugin_manager().registry("code")
     schemes = {name: registry[name]() for name in codes}
     matrices = {
@@ -169,17 +177,7 @@ def measure_wall(
     algorithm_options: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """The same rows from real worker processes (wall clock); for correctness checks and small N."""
-    from marlplug.envs import make_env
-
-    env_options: dict[str, Any] = {"agents": setting.agents}
-    if setting.adversaries:
-        env_options["adversaries"] = setting.adversaries
-    env = make_env(setting.scenario, backend=env_backend, seed=seed, **env_options)
-    program = MADDPG(**algorithm_options).bind(MultiAgentEnvAdapter(env).agents)
-    collector = ExperienceCollector(env, program, seed=seed)
-    theta = program.init_state(seed)
-    while not collector.ready():
-        collector.collect(theta, program.options.steps_per_iteration)
+    program, collector, theta = _warmed_up(setting, env_backend, seed, algorithm_options)
     registry = get_plugin_manager().registry("code")
     sampler = torch.Generator().manual_seed(seed)
     rows = []
