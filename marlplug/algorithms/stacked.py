@@ -36,6 +36,20 @@ def init_mlp(sizes: Sequence[int], generator: torch.Generator) -> list[torch.Ten
     return params
 
 
+def stacked_linear(x: torch.Tensor, weight: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """``offset + x @ weight`` for ``A`` agents at once: ``x`` ``[A, B, in]``, ``weight`` ``[A, in, out]``,
+    ``offset`` broadcastable to ``[A, B, out]`` (a bias ``[A, 1, out]``, or a partial sum to add to).
+
+    >>> stacked_linear(torch.ones(3, 2, 4), torch.ones(3, 4, 5), torch.zeros(3, 1, 5)).shape
+    torch.Size([3, 2, 5])
+    """
+    if weight.shape[-1] == 1:
+        # A one-column bmm dispatches to gemv for one agent and to gemm for several, which round
+        # differently; a row-wise dot product gives every agent the same bits either way.
+        return (x * weight.transpose(1, 2)).sum(-1, keepdim=True) + offset
+    return torch.baddbmm(offset, x, weight)
+
+
 def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
     """Forward ``A`` MLPs at once: ``x`` is ``[A, B, in]``, weights ``[A, in, out]``, biases ``[A, out]``.
 
@@ -47,15 +61,10 @@ def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor
     """
     layers = len(params) // 2
     for layer in range(layers):
-        weight, bias = params[2 * layer], params[2 * layer + 1]
-        if weight.shape[-1] == 1:
-            # A one-column bmm dispatches to gemv for one agent and to gemm for several, which
-            # round differently; a row-wise dot product gives every agent the same bits either way.
-            x = (x * weight.transpose(1, 2)).sum(-1, keepdim=True) + bias.unsqueeze(1)
-        else:
-            x = torch.baddbmm(bias.unsqueeze(1), x, weight)
+        x = stacked_linear(x, params[2 * layer], params[2 * layer + 1].unsqueeze(1))
         if layer < layers - 1:
-            x = torch.relu(x)
+            # In place: the layer's output is saved by nothing but the ReLU's own backward.
+            x = torch.relu_(x)
     return x
 
 

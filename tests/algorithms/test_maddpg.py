@@ -14,19 +14,26 @@ from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.seeding import agent_seed
 from marlplug.algorithms.spaces import AgentSpace
-from marlplug.algorithms.stacked import adam_step, clip_per_agent
+from marlplug.algorithms.stacked import adam_step, clip_per_agent, stacked_mlp
 from marlplug.algorithms.state_codec import StateCodec
 from marlplug.plugins import get_plugin_manager
 
 
-def make_program(num_agents: int = 3, *, discrete: bool = True, **options: object) -> MaddpgProgram:
+def make_program(
+    num_agents: int = 3,
+    *,
+    discrete: bool = True,
+    hidden_sizes: tuple[int, ...] = (16, 16),
+    **options: object,
+) -> MaddpgProgram:
     agents = [
         AgentSpace(
             f"agent_{i}", "agent", obs_dim=6 + i % 2, action_dim=5 - i % 2, discrete=discrete
         )
         for i in range(num_agents)
     ]
-    return MADDPG(**MaddpgOptions(hidden_sizes=[16, 16], **options).model_dump()).bind(agents)
+    options = MaddpgOptions(hidden_sizes=list(hidden_sizes), **options).model_dump()
+    return MADDPG(**options).bind(agents)
 
 
 def make_batch(program: MaddpgProgram, size: int = 32, seed: int = 0) -> TensorDict:
@@ -114,9 +121,13 @@ def test_registered_as_a_plugin() -> None:
     assert get_plugin_manager().registry("algorithm")["maddpg"] is MADDPG
 
 
-@pytest.mark.parametrize("discrete", [True, False])
-def test_vectorized_update_is_bit_identical_to_per_agent_updates(discrete: bool) -> None:
-    program = make_program(4, discrete=discrete)
+@pytest.mark.parametrize(
+    ("discrete", "hidden_sizes"), [(True, (16, 16)), (False, (16, 16)), (True, ())]
+)
+def test_vectorized_update_is_bit_identical_to_per_agent_updates(
+    discrete: bool, hidden_sizes: tuple[int, ...]
+) -> None:
+    program = make_program(4, discrete=discrete, hidden_sizes=hidden_sizes)
     theta, batch = program.init_state(0), make_batch(program)
     seeds = [agent_seed(0, 3, i) for i in range(4)]
     together = program.update(theta, [0, 1, 2, 3], batch, seeds)
@@ -125,6 +136,36 @@ def test_vectorized_update_is_bit_identical_to_per_agent_updates(discrete: bool)
         assert torch.equal(alone, together[agent])
     subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
     assert torch.equal(subset, together[[3, 1]])
+
+
+def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
+    program = make_program(3)
+    state = program.codec.unflatten(program.init_state(0)[[2, 0]])  # two replicas
+    params = [state[n].requires_grad_(True) for n in program._critic_names]
+    generator = torch.Generator().manual_seed(0)
+    obs = torch.randn(16, 3 * program.obs_dim, generator=generator)
+    actions = torch.randn(2, 16, 3 * program.action_dim, generator=generator, requires_grad=True)
+
+    values = program._critic_values(obs, actions, params)
+    joint = torch.cat([obs.expand(2, -1, -1), actions], dim=-1)
+    reference = stacked_mlp(joint, params).squeeze(-1)
+    torch.testing.assert_close(values, reference, rtol=1e-5, atol=1e-6)
+    grads = torch.autograd.grad(values.square().sum(), [actions, *params])
+    reference_grads = torch.autograd.grad(reference.square().sum(), [actions, *params])
+    for grad, reference_grad in zip(grads, reference_grads, strict=True):
+        torch.testing.assert_close(grad, reference_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_policy_actions_are_gumbel_softmax_samples_in_joint_layout() -> None:
+    program = make_program(3)  # agent 1 has 4 of the padded 5 actions
+    generator = torch.Generator().manual_seed(0)
+    raw = torch.randn(3, 16, program.action_dim, generator=generator)
+    noise = torch.randn(2, 3, 16, program.action_dim, generator=generator)
+    actions = program._policy_actions(raw, noise).reshape(2, 16, 3, program.action_dim)
+    mask = program.action_mask.reshape(1, 3, 1, -1)
+    expected = torch.softmax(raw.masked_fill(~mask, -1e9) + noise, dim=-1).transpose(1, 2)
+    torch.testing.assert_close(actions, expected, rtol=1e-5, atol=1e-7)
+    assert torch.equal(actions[..., 1, 4], torch.zeros(2, 16))
 
 
 def test_update_moves_params_targets_and_optimizer_and_is_seeded() -> None:
@@ -161,8 +202,6 @@ def test_critic_learns_a_constant_reward() -> None:
         theta = program.update(theta, [0, 1], batch, [round_index, round_index + 1000])
     state = program.codec.unflatten(theta)
     joint = torch.cat([batch["obs"].reshape(64, -1), batch["action"].reshape(64, -1)], -1)
-    from marlplug.algorithms.stacked import stacked_mlp
-
     q = stacked_mlp(joint.expand(2, -1, -1), [state[n] for n in program._critic_names])
     torch.testing.assert_close(q.mean(), torch.tensor(1.0), atol=0.1, rtol=0)
 
