@@ -7,23 +7,30 @@ parameter of its group followed by its Adam moments and step count, zero-padded 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import Any, Protocol
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from marlplug.algorithms.ppo import (
     PPO,
+    UpdateStepResult,
     agent_optimizer_state,
     agent_parameters,
     loss_parameter_groups,
     parameters_of,
+    seeded,
 )
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.errors import UserError
+from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
 from marlplug.train.agent_optim import AgentAdam
 
 Key = tuple[str, ...]
+#: A minibatch entry (``[B]`` int64, every row the same) carrying the step's loss seed to the
+#: learners; :meth:`PpoCodedProgram.update` removes it before computing the loss.
+LOSS_SEED_KEY = "coded_loss_seed"
 
 
 def _joined(key: Key) -> str:
@@ -99,6 +106,31 @@ class PpoCodedProgram:
             rows[agent, : flat.shape[1]] = flat[0]
         return rows
 
+    def write(self, theta: torch.Tensor, loss: JointPPOLoss, optimizer: AgentAdam) -> None:
+        """The inverse of :meth:`encode`: put every agent's row of ``theta`` (``[M, D]``) into the
+        weights of ``loss`` and the Adam state of ``optimizer``, in place."""
+        named = dict(loss.named_parameters())
+        agent = 0
+        for group in loss_parameter_groups(loss):
+            for index in range(group.n_agents):
+                unpacked = self._unpack(theta[agent], agent)
+                step = unpacked[_joined(("step",))].round()
+                for key in self._keys[agent]:
+                    param = named[".".join(key)]
+                    state = optimizer.state[param]
+                    if not state:
+                        state["step"] = torch.zeros(group.n_agents, dtype=torch.float32)
+                        state["exp_avg"] = torch.zeros_like(param)
+                        state["exp_avg_sq"] = torch.zeros_like(param)
+                    with torch.no_grad():
+                        param[index] = unpacked[_joined(("param", *key))]
+                    state["exp_avg"][index] = unpacked[_joined(("exp_avg", *key))]
+                    state["exp_avg_sq"][index] = unpacked[_joined(("exp_avg_sq", *key))].clamp(
+                        min=0.0
+                    )
+                    state["step"][index] = step
+                agent += 1
+
     def _unpack(self, row: torch.Tensor, agent: int) -> dict[str, torch.Tensor]:
         codec = self._codecs[agent]
         return {k: v[0] for k, v in codec.unflatten(row[: codec.size].unsqueeze(0)).items()}
@@ -127,10 +159,15 @@ class PpoCodedProgram:
     ) -> torch.Tensor:
         """``U_i`` for each agent in ``agents`` (one call of :meth:`PPO.agent_update` each).
 
-        ``seeds`` is accepted for the runtime's interface; PPO's loss uses ``loss_seed`` for every
-        agent, as the joint step does.
+        ``seeds`` is accepted for the runtime's interface; PPO's loss uses one seed for every agent,
+        as the joint step does: the batch's :data:`LOSS_SEED_KEY` entry when it has one, else
+        ``loss_seed``.
         """
         del seeds
+        loss_seed = self.loss_seed
+        if LOSS_SEED_KEY in batch.keys():  # noqa: SIM118
+            loss_seed = int(batch.get(LOSS_SEED_KEY).reshape(-1)[0])
+            batch = batch.exclude(LOSS_SEED_KEY)
         params = self._theta_all(theta_all)
         out = torch.zeros(len(agents), self.state_size)
         for position, agent in enumerate(agents):
@@ -148,7 +185,7 @@ class PpoCodedProgram:
                 params,
                 state,
                 batch,
-                self.loss_seed,
+                loss_seed,
                 agent=agent,
                 lr=self.lr,
                 max_grad_norm=self.max_grad_norm,
@@ -162,3 +199,69 @@ class PpoCodedProgram:
             flat = self._codecs[agent].flatten({k: v.unsqueeze(0) for k, v in entries.items()})
             out[position, : flat.shape[1]] = flat[0]
         return out
+
+
+class RoundRunner(Protocol):
+    """What :class:`CodedPpoStep` needs of a coded controller (e.g. ``CodedController``)."""
+
+    def update(
+        self, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
+    ) -> tuple[torch.Tensor, Any]: ...
+
+
+class CodedPpoStep:
+    """One joint PPO optimization step as one coded round: a drop-in for ``PPO.update_step``.
+
+    Encodes θ (weights and Adam state) of ``loss``/``optimizer``, sends it and the minibatch (with
+    the step's loss seed, :data:`LOSS_SEED_KEY`) through ``controller``, and writes the decoded θ'
+    back. The reported losses come from a forward pass at θ on this process (as the joint step
+    reports them); gradient norms are computed only on the learners, so they are reported as NaN.
+
+    Args:
+        program: the coded view of ``loss``.
+        controller: runs the rounds (``update(theta_all, batch, round_index)``).
+        loss: the trainer's joint loss (updated in place).
+        optimizer: the trainer's optimizer (its state is updated in place).
+
+    Examples:
+        >>> step = CodedPpoStep(program, controller, trainer.loss, trainer.optimizer)  # doctest: +SKIP
+        >>> trainer.step_function = step  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        program: PpoCodedProgram,
+        controller: RoundRunner,
+        loss: JointPPOLoss,
+        optimizer: AgentAdam,
+    ) -> None:
+        self.program = program
+        self.controller = controller
+        self.loss = loss
+        self.optimizer = optimizer
+        self.rounds = 0
+        self.round_logs: list[Any] = []
+
+    def __call__(
+        self, batch: TensorDictBase, *, seed: int, frozen: Collection[int] = ()
+    ) -> UpdateStepResult:
+        if frozen:
+            raise UserError("coding: coded PPO steps every agent; freezing agents is not supported")
+        theta = self.program.encode(self.loss, self.optimizer)
+        sent = batch.clone()
+        with torch.no_grad(), seeded(seed):
+            losses = self.loss(batch).detach()
+            total = float(sum_losses(losses))
+        sent.set(LOSS_SEED_KEY, torch.full(batch.batch_size, seed, dtype=torch.int64))
+        decoded, log = self.controller.update(theta, sent, round_index=self.rounds)
+        self.rounds += 1
+        self.round_logs.append(log)
+        self.program.write(decoded, self.loss, self.optimizer)
+        agents = self.program.num_agents
+        return UpdateStepResult(
+            losses=losses,
+            total_loss=total,
+            grad_norms=torch.full((agents,), float("nan")),
+            stepped=torch.ones(agents, dtype=torch.bool),
+            nonfinite=torch.zeros(agents, dtype=torch.bool),
+        )

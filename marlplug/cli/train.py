@@ -1,7 +1,8 @@
 """``marlplug train [CONFIG] [--set k=v ...] [--resume RUN_DIR]``: train from a config.
 
-Joint multi-agent PPO by default; MADDPG (``algorithm: {name: maddpg}``) and coded training (a
-``coding:`` section) go to :func:`marlplug.distributed.run.run_maddpg`. Both print the same summary.
+Joint multi-agent PPO by default (with a ``coding:`` section every minibatch step is one coded round);
+MADDPG (``algorithm: {name: maddpg}``, coded or not) goes to
+:func:`marlplug.distributed.run.run_maddpg`. Both print the same summary.
 """
 
 from __future__ import annotations
@@ -84,22 +85,28 @@ def train(
         from marlplug.train.run import run_training
 
         result = run_training(config, resume_dir=resume_dir, progress=progress)
+        joint_outputs = [
+            ("checkpoint", result.checkpoint),
+            ("learning curve", result.learning_curve),
+        ]
+        if result.rounds_csv is not None:
+            joint_outputs.append(("rounds log", result.rounds_csv))
         lines = summary_lines(
             history=result.history,
             frames=result.frames,
             fps=result.fps,
             run_dir=result.run_dir,
             metrics=metrics.format(result.metrics_dir),
-            outputs=[("checkpoint", result.checkpoint), ("learning curve", result.learning_curve)],
+            outputs=joint_outputs,
         )
     for line in lines:
         click.echo(line)
 
 
 def _uses_maddpg_runner(config: MarlplugConfig) -> bool:
-    """A ``coding:`` section or an off-policy algorithm (maddpg) runs on the MADDPG runner; the
-    check imports :mod:`marlplug.distributed` only when it has to."""
-    if config.coding is None and config.algorithm.name == "ppo":
+    """An off-policy algorithm (maddpg) runs on the MADDPG runner, PPO (coded or not) on the joint
+    trainer; the check imports :mod:`marlplug.distributed` only when it has to."""
+    if config.algorithm.name == "ppo":
         return False
     from marlplug.distributed.run import uses_maddpg_runner
 

@@ -93,10 +93,9 @@ class CodedRunResult:
 
 
 def uses_maddpg_runner(config: MarlplugConfig) -> bool:
-    """Whether ``marlplug train`` runs ``config`` with :func:`run_maddpg` (a ``coding:`` section, or an
-    off-policy learner algorithm such as ``maddpg``) rather than the joint PPO trainer."""
-    if config.coding is not None:
-        return True
+    """Whether ``marlplug train`` runs ``config`` with :func:`run_maddpg` (an off-policy learner
+    algorithm such as ``maddpg``, coded or not) rather than the joint PPO trainer (which runs coded
+    PPO, one coded round per minibatch step, when there is a ``coding:`` section)."""
     registries = get_plugin_manager().registries
     algorithm_class = registries["algorithm"].get_component(
         config.algorithm.name, field="algorithm.name"

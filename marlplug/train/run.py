@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ from marlplug.train.trainer import JointMultiAgentTrainer
 
 CONFIG_NAME = "config.yaml"
 HISTORY_KEY = "history"
+#: Coded PPO runs log every round (one per minibatch step) here, in the run folder.
+ROUNDS_CSV_NAME = "rounds.csv"
 
 
 @dataclass
@@ -40,6 +44,7 @@ class RunResult:
     checkpoint: Path
     metrics_dir: Path
     learning_curve: Path
+    rounds_csv: Path | None = None
     history: list[tuple[int, float]] = field(default_factory=list)
     last_stats: JointStats | None = None
     frames: int = 0
@@ -55,11 +60,14 @@ class RunResult:
 
 
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
-    """The env, algorithm, losses and trainer a config describes."""
+    """The env, algorithm, losses and trainer a config describes.
+
+    A ``coding:`` section is a :class:`UserError` here: :func:`run_training` builds the trainer
+    without it and then makes its steps coded rounds (:func:`attach_coded_steps`)."""
     if config.coding is not None:
         raise UserError(
-            "coding: the joint trainer runs in one process; coded runs go through "
-            "marlplug.distributed.run_maddpg (marlplug train dispatches there)"
+            "coding: build_trainer builds the joint trainer in one process; coded PPO runs through "
+            "run_training (marlplug train), which attaches the coded learners"
         )
     from marlplug.envs import make_env
 
@@ -101,6 +109,36 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
     )
 
 
+def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) -> Any:
+    """Make every minibatch step of ``trainer`` one coded round on ``config.coding``'s learners.
+
+    Returns the controller (close it when done) and the step (its ``round_logs``)."""
+    from marlplug.algorithms.ppo_coded import CodedPpoStep, PpoCodedProgram
+    from marlplug.distributed.run import build_controller
+
+    program = PpoCodedProgram(
+        trainer.algorithm,
+        trainer.loss,
+        lr=trainer.config.lr,
+        max_grad_norm=trainer.config.max_grad_norm,
+    )
+    controller = build_controller(config, program)
+    step = CodedPpoStep(program, controller, trainer.loss, trainer.optimizer)
+    trainer.step_function = step
+    return controller, step
+
+
+def _write_rounds(path: Path, update: int, logs: list[Any], *, header: bool) -> None:
+    rows = [{"update": update, **log.as_row()} for log in logs]
+    if not rows:
+        return
+    with path.open("w" if header else "a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        if header:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
 def new_run_dir(config: MarlplugConfig) -> Path:
     """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp)."""
     name = config.logging.run_name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -134,7 +172,25 @@ def run_training(
         progress: show a progress bar (default: ``config.logging.progress``).
         updates: stop after this many updates in total (default: ``config.train.updates``).
     """
-    trainer = build_trainer(config)
+    with ExitStack() as stack:
+        trainer = build_trainer(config.model_copy(update={"coding": None}))
+        stack.callback(trainer.close)
+        coded_step: Any = None
+        if config.coding is not None:
+            controller, coded_step = attach_coded_steps(config, trainer)
+            stack.callback(controller.close)
+        return _run(config, trainer, coded_step, resume_dir, progress, updates)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run(
+    config: MarlplugConfig,
+    trainer: JointMultiAgentTrainer,
+    coded_step: Any,
+    resume_dir: Path | None,
+    progress: bool | None,
+    updates: int | None,
+) -> RunResult:
     history: list[tuple[int, float]] = []
     if resume_dir is not None:
         run_dir = resume_dir
@@ -153,13 +209,24 @@ def run_training(
         checkpoint=checkpoint,
         metrics_dir=run_dir / "metrics",
         learning_curve=run_dir / "learning_curve.png",
+        rounds_csv=run_dir / ROUNDS_CSV_NAME if coded_step is not None else None,
         history=history,
     )
+    fresh_rounds = resume_dir is None
     show = config.logging.progress if progress is None else progress
     start_frames, start = trainer.frames, time.perf_counter()
     with ProgressBar(show, total_updates, trainer.update_index) as advance:
         while trainer.update_index < total_updates:
             stats = trainer.train_update()
+            if coded_step is not None and result.rounds_csv is not None:
+                _write_rounds(
+                    result.rounds_csv,
+                    trainer.update_index,
+                    coded_step.round_logs,
+                    header=fresh_rounds,
+                )
+                coded_step.round_logs.clear()
+                fresh_rounds = False
             for name, value in stats.flat().items():
                 logger.log_scalar(name, value, step=trainer.update_index)
             if stats.mean_return is not None:
@@ -180,7 +247,6 @@ def run_training(
             advance(stats.mean_return)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames
-    trainer.close()
     plot_learning_curve(
         history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})"
     )

@@ -7,7 +7,7 @@ checkpoint continues bit-identically.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import torch
@@ -20,6 +20,10 @@ from marlplug.algorithms.ppo import PPO, UpdateStepResult
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.train.config import JointTrainerConfig
 from marlplug.train.stats import PER_AGENT_STATS, JointStats
+
+#: One optimization step on a minibatch: ``step(minibatch, seed=..., frozen=...)``; it updates the
+#: trainer's loss weights and optimizer state in place (see :attr:`JointMultiAgentTrainer.step_function`).
+StepFunction = Callable[..., UpdateStepResult]
 
 _STAT_SOURCES = {
     "policy_loss": "policy_loss",
@@ -109,6 +113,9 @@ class JointMultiAgentTrainer:
         self.loss.make_value_estimator(gamma=self.config.gamma, lmbda=self.config.gae_lambda)
         self.optimizer = self.algorithm.make_optimizer(self.loss, lr=self.config.lr)
         self.frozen: set[int] = set()
+        #: Replaces the local ``PPO.update_step`` for every minibatch when set (coded PPO sets a
+        #: controller round here); ``None`` runs the step in this process.
+        self.step_function: StepFunction | None = None
         self.update_index = 0
         self.frames = 0
         copies = max(1, env.batch_size.numel())
@@ -161,18 +168,26 @@ class JointMultiAgentTrainer:
         for epoch in range(self.config.n_epochs):
             for step, indices in enumerate(self._minibatch_indices(rows.shape[0], generator)):
                 results.append(
-                    self.algorithm.update_step(
-                        self.loss,
-                        self.optimizer,
+                    self._step(
                         rows[indices],
-                        max_grad_norm=self.config.max_grad_norm,
-                        frozen=self.frozen,
                         seed=derive_seed(self.config.seed, self.update_index, 2, epoch, step),
                     )
                 )
         stats = self._stats(results, rollout)
         self.update_index += 1
         return stats
+
+    def _step(self, minibatch: TensorDictBase, *, seed: int) -> UpdateStepResult:
+        if self.step_function is not None:
+            return self.step_function(minibatch, seed=seed, frozen=self.frozen)
+        return self.algorithm.update_step(
+            self.loss,
+            self.optimizer,
+            minibatch,
+            max_grad_norm=self.config.max_grad_norm,
+            frozen=self.frozen,
+            seed=seed,
+        )
 
     def train_update(self) -> JointStats:
         """Collect one rollout and update on it."""

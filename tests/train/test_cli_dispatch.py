@@ -1,5 +1,5 @@
-"""`marlplug train` sends joint PPO configs to the joint trainer and MADDPG or coded configs to the
-MADDPG runner, with the same summary; coded PPO is a one-line error."""
+"""`marlplug train` sends PPO configs (coded or not) to the joint trainer and MADDPG configs (coded or
+not) to the MADDPG runner, with the same summary; a bad coded PPO config is a one-line error."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ def test_dispatch_follows_the_algorithm_and_the_coding_section() -> None:
         data={"algorithm": {"name": "maddpg"}, "coding": {"scheme": "mds", "learners": 4}}
     )
     assert _uses_maddpg_runner(coded)
+    coded_ppo = load_config(default_config_path(), ["coding.scheme=mds", "coding.learners=4"])
+    assert not _uses_maddpg_runner(coded_ppo)
 
 
-def test_coded_ppo_is_a_one_line_error_naming_the_field(
+def test_too_few_coded_ppo_learners_is_a_one_line_error_naming_the_field(
     run_cli: Callable[..., Any], tmp_path: Path
 ) -> None:
     result = run_cli(
@@ -28,12 +30,12 @@ def test_coded_ppo_is_a_one_line_error_naming_the_field(
         "--set",
         "coding.scheme=mds",
         "--set",
-        "coding.learners=4",
+        "coding.learners=2",
         "--set",
         f"logging.dir={tmp_path}",
     )
     assert result.exit_code == 2
-    assert "algorithm.name" in result.err and "maddpg" in result.err
+    assert "coding.learners" in result.err and "N >= M" in result.err
     assert len(result.err.strip().splitlines()) == 1
     assert not any(tmp_path.iterdir())
 
