@@ -36,7 +36,7 @@ from marlplug.train.checkpoint import (
     restore_rng_states,
     save_checkpoint,
 )
-from marlplug.train.reporting import ProgressBar, make_logger, plot_learning_curve
+from marlplug.train.reporting import ProgressBar, RunTotals, make_logger, plot_learning_curve
 from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir
 
 ROUNDS_NAME = "rounds.csv"
@@ -64,7 +64,7 @@ ROUND_COLUMNS = [
 
 
 @dataclass
-class CodedRunResult:
+class CodedRunResult(RunTotals):
     """What a MADDPG run (coded or centralized) leaves behind, and where.
 
     ``iterations`` holds this call's iterations only (a resumed run's earlier ones are in
@@ -82,14 +82,6 @@ class CodedRunResult:
     history: list[tuple[int, float]] = field(default_factory=list)
     frames: int = 0
     seconds: float = 0.0
-
-    @property
-    def fps(self) -> float:
-        return self.frames / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def final_return(self) -> float | None:
-        return self.history[-1][1] if self.history else None
 
 
 def uses_maddpg_runner(config: MarlplugConfig) -> bool:

@@ -64,6 +64,25 @@ def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: 
     return path
 
 
+class RunTotals:
+    """``fps`` and ``final_return`` of a finished run, from its ``history``, ``frames`` and ``seconds``.
+
+    Mixed into the run results of the PPO trainer and of the MADDPG runner.
+    """
+
+    history: list[tuple[int, float]]
+    frames: int
+    seconds: float
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def final_return(self) -> float | None:
+        return self.history[-1][1] if self.history else None
+
+
 class ProgressBar:
     """A rich progress bar with the live mean return, or nothing when ``show`` is false.
 

@@ -26,7 +26,7 @@ from marlplug.train.checkpoint import (
     save_checkpoint,
 )
 from marlplug.train.config import JointTrainerConfig
-from marlplug.train.reporting import ProgressBar, make_logger, plot_learning_curve
+from marlplug.train.reporting import ProgressBar, RunTotals, make_logger, plot_learning_curve
 from marlplug.train.stats import JointStats
 from marlplug.train.trainer import JointMultiAgentTrainer
 
@@ -37,7 +37,7 @@ ROUNDS_CSV_NAME = "rounds.csv"
 
 
 @dataclass
-class RunResult:
+class RunResult(RunTotals):
     """Where a run's outputs went and how it ended."""
 
     run_dir: Path
@@ -49,14 +49,6 @@ class RunResult:
     last_stats: JointStats | None = None
     frames: int = 0
     seconds: float = 0.0
-
-    @property
-    def fps(self) -> float:
-        return self.frames / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def final_return(self) -> float | None:
-        return self.history[-1][1] if self.history else None
 
 
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
