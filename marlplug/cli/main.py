@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import click
 
+from marlplug.cli.allocator import keep_freed_memory
 from marlplug.errors import UserError
 
 
@@ -63,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("MARLPLUG_DEBUG", "") not in {"", "0"}
     # TorchRL logs INFO lines to stdout, which would corrupt `--json` output; read at its import.
     os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
+    keep_freed_memory()
     try:
         cli.main(args=args, prog_name="marlplug", standalone_mode=False)
     except click.exceptions.Exit as exc:

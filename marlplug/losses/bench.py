@@ -227,29 +227,38 @@ def measure(
 @click.option(
     "--repeats", default=10, show_default=True, help="Timed repetitions (median reported)."
 )
-@click.option("--threads", default=1, show_default=True, help="torch threads.")
+@click.option(
+    "--threads",
+    default=1,
+    show_default=True,
+    help="torch intra-op threads (1: least noise on a shared machine; torch's default is all cores).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
 def loss(
     agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, threads: int, as_json: bool
 ) -> None:
     """JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor."""
     torch.set_num_threads(threads)
-    results = [measure(m, rows=rows, hidden=hidden, repeats=repeats) for m in agent_counts]
+    results = [
+        {**measure(m, rows=rows, hidden=hidden, repeats=repeats), "threads": threads}
+        for m in agent_counts
+    ]
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
     click.echo(f"B={rows}, hidden={hidden}, torch threads={threads}, medians of {repeats} (ms)")
-    header = ("M", "joint", "separate", "speedup", "redund.", "pairloop", "floor", "red/joint")
-    click.echo("".join(f"{h:>11}" for h in header))
-    for r in results:
-        cells = (
-            r["agents"],
-            r["joint_ms"],
-            r["separate_ms"],
-            r["speedup"],
-            r["redundancy_ms"],
-            r["redundancy_pairloop_ms"],
-            r["redundancy_floor_ms"],
-            r["redundancy_ratio"],
-        )
-        click.echo("".join(f"{c:>11}" for c in cells))
+    columns = {
+        "M": "agents",
+        "joint": "joint_ms",
+        "separate": "separate_ms",
+        "speedup": "speedup",
+        "redund.": "redundancy_ms",
+        "pairloop": "redundancy_pairloop_ms",
+        "floor": "redundancy_floor_ms",
+        "loop/red.": "redundancy_vs_pairloop",
+        "red./floor": "redundancy_vs_floor",
+        "red./joint": "redundancy_ratio",
+    }
+    click.echo("".join(f"{header:>11}" for header in columns))
+    for row in results:
+        click.echo("".join(f"{row[key]:>11}" for key in columns.values()))

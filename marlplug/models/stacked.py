@@ -56,17 +56,24 @@ class StackedLinear(nn.Module):
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if self.shared_input:
-            batch_shape = inputs.shape[:-1]
-            flat = inputs.reshape(1, -1, self.in_features)  # [1, B, in], broadcast over agents
-        else:
-            if inputs.shape[-2] != self.n_agents:
-                raise ValueError(
-                    f"StackedLinear expected {self.n_agents} agents at dim -2, got {tuple(inputs.shape)}"
-                )
-            batch_shape = inputs.shape[:-2]
-            flat = inputs.reshape(-1, self.n_agents, self.in_features).transpose(0, 1)
-        out = torch.baddbmm(self.bias.unsqueeze(1), flat.expand(self.n_agents, -1, -1), self.weight)
+            return self._forward_shared(inputs)
+        if inputs.shape[-2] != self.n_agents:
+            raise ValueError(
+                f"StackedLinear expected {self.n_agents} agents at dim -2, got {tuple(inputs.shape)}"
+            )
+        batch_shape = inputs.shape[:-2]
+        flat = inputs.reshape(-1, self.n_agents, self.in_features).transpose(0, 1)
+        out = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight)
         return out.transpose(0, 1).reshape(*batch_shape, self.n_agents, self.out_features)
+
+    def _forward_shared(self, inputs: torch.Tensor) -> torch.Tensor:
+        # Every agent reads the same rows, so all agents' weights side by side make one wide GEMM
+        # ([B, in] @ [in, n_agents·out]); its weight gradient is one GEMM too. A batched matmul over
+        # an expanded input does the same FLOPs as n_agents narrow GEMMs, ~15% slower on CPU.
+        batch_shape = inputs.shape[:-1]
+        side_by_side = self.weight.permute(1, 0, 2).reshape(self.in_features, -1)
+        out = torch.addmm(self.bias.reshape(-1), inputs.reshape(-1, self.in_features), side_by_side)
+        return out.reshape(*batch_shape, self.n_agents, self.out_features)
 
 
 class StackedMLP(nn.Module):

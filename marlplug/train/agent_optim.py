@@ -72,9 +72,10 @@ def per_agent_grad_norms(groups: Sequence[AgentGroupParameters]) -> torch.Tensor
         squared = torch.zeros(group.n_agents, dtype=torch.float64)
         for param in group.params:
             if param.grad is not None:
-                # Accumulates in float64 inside the reduction, without a float64 copy of the gradient.
+                # Each parameter's norm in its own dtype (asking vector_norm for float64 would copy
+                # the whole gradient first); the per-parameter sums add up in float64.
                 view = _per_agent_view(param.grad, group.n_agents)
-                squared += torch.linalg.vector_norm(view, dim=1, dtype=torch.float64).square()
+                squared += torch.linalg.vector_norm(view, dim=1).double().square()
         norms.append(squared.sqrt())
     return torch.cat(norms)
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from marlplug.config import load_config
 from marlplug.errors import ConfigError, UserError
 from marlplug.losses import RedundancyLoss, redundancy_all_pairs, redundancy_pair_loop
+from marlplug.losses.redundancy import symmetric_gram
 
 
 def _formula(features: list[torch.Tensor], eps: float) -> float:
@@ -66,6 +67,54 @@ def test_gradient_matches_float64_finite_differences(rows: int, widths: tuple[in
         eps=1e-6,
         atol=1e-7,
     )
+
+
+def _autograd_reference(features: list[torch.Tensor], eps: float) -> torch.Tensor:
+    """The penalty through plain autograd: standardize, one full Gram, minus the own blocks."""
+    widths = [z.shape[1] for z in features]
+    scaled = torch.cat(
+        [
+            (z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + eps) / d**0.5
+            for z, d in zip(features, widths, strict=True)
+        ],
+        dim=1,
+    )
+    own = sum((y.T @ y).square().sum() for y in torch.split(scaled, widths, dim=1))
+    return ((scaled.T @ scaled).square().sum() - own) / (2 * scaled.shape[0] ** 2)
+
+
+@pytest.mark.parametrize(
+    ("rows", "widths"),
+    [(600, (200, 250, 300)), (1100, (16, 16, 16, 16)), (900, (5, 40, 9))],
+    ids=["row-gram-banded", "feature-gram-equal-widths", "feature-gram-mixed-widths"],
+)
+def test_hand_written_backward_equals_autograd_at_banded_sizes(
+    rows: int, widths: tuple[int, ...]
+) -> None:
+    # Large enough that the Gram is computed in bands (GRAM_BAND_ROWS) and the standardization's
+    # backward runs on real column statistics; float64 so only the algebra can differ.
+    generator = torch.Generator().manual_seed(1)
+    base = [torch.randn(rows, d, generator=generator, dtype=torch.float64) for d in widths]
+    mixing = torch.randn(widths[0], widths[1], generator=generator, dtype=torch.float64)
+    base[1] = base[1] + base[0] @ mixing / widths[0] ** 0.5  # correlated with agent 0
+    ours = [z.clone().requires_grad_() for z in base]
+    reference = [z.clone().requires_grad_() for z in base]
+    value = redundancy_all_pairs(ours, eps=1e-3)
+    expected = _autograd_reference(reference, eps=1e-3)
+    value.backward()
+    expected.backward()
+    torch.testing.assert_close(value, expected, rtol=1e-10, atol=0.0)
+    for mine, theirs in zip(ours, reference, strict=True):
+        assert mine.grad is not None and theirs.grad is not None
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_symmetric_gram_matches_the_full_product() -> None:
+    matrix = torch.randn(1003, 37, dtype=torch.float64)
+    for band_rows in (1003, 500, 250, 100):
+        torch.testing.assert_close(
+            symmetric_gram(matrix, band_rows=band_rows), matrix @ matrix.T, rtol=1e-12, atol=1e-12
+        )
 
 
 def test_identical_features_and_independent_features() -> None:
