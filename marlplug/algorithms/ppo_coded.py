@@ -3,6 +3,7 @@
 :class:`PpoCodedProgram` wraps :meth:`marlplug.algorithms.ppo.PPO.agent_update` (the pure ``U_i``) behind
 the flat-vector interface of the coded runtime: agent ``i``'s state vector holds its slice of every
 parameter of its group followed by its Adam moments and step count, zero-padded to the longest agent.
+:class:`CodedPpoStep` makes one such round a drop-in for the joint trainer's minibatch step.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ from marlplug.algorithms.ppo import (
 from marlplug.algorithms.state_codec import StateCodec
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
-from marlplug.train.agent_optim import AgentAdam
+from marlplug.train.agent_optim import AgentAdam, per_agent_grad_norms
 
 Key = tuple[str, ...]
 #: A minibatch entry (``[B]`` int64, every row the same) carrying the step's loss seed to the
 #: learners; :meth:`PpoCodedProgram.update` removes it before computing the loss.
 LOSS_SEED_KEY = "coded_loss_seed"
+#: A minibatch entry (``[B, M]`` bool, every row the same) marking the frozen agents: their update
+#: returns the input state unchanged (see :meth:`PpoCodedProgram.update`).
+FROZEN_KEY = "coded_frozen_agents"
 
 
 def _joined(key: Key) -> str:
@@ -161,16 +165,17 @@ class PpoCodedProgram:
 
         ``seeds`` is accepted for the runtime's interface; PPO's loss uses one seed for every agent,
         as the joint step does: the batch's :data:`LOSS_SEED_KEY` entry when it has one, else
-        ``loss_seed``.
+        ``loss_seed``. An agent marked in the batch's :data:`FROZEN_KEY` entry keeps its row of
+        ``theta_all`` (weights and Adam state), as a frozen agent does in the joint step.
         """
         del seeds
-        loss_seed = self.loss_seed
-        if LOSS_SEED_KEY in batch.keys():  # noqa: SIM118
-            loss_seed = int(batch.get(LOSS_SEED_KEY).reshape(-1)[0])
-            batch = batch.exclude(LOSS_SEED_KEY)
+        batch, loss_seed, frozen = self._round_entries(batch)
         params = self._theta_all(theta_all)
         out = torch.zeros(len(agents), self.state_size)
         for position, agent in enumerate(agents):
+            if agent in frozen:
+                out[position] = theta_all[agent]
+                continue
             unpacked = self._unpack(theta_all[agent], agent)
             state = TensorDict({})
             for key in self._keys[agent]:
@@ -200,6 +205,35 @@ class PpoCodedProgram:
             out[position, : flat.shape[1]] = flat[0]
         return out
 
+    def _round_entries(self, batch: TensorDictBase) -> tuple[TensorDictBase, int | None, set[int]]:
+        """``(minibatch, loss seed, frozen agents)``: the step's entries taken out of ``batch``."""
+        loss_seed = self.loss_seed
+        frozen: set[int] = set()
+        keys = set(batch.keys())
+        if LOSS_SEED_KEY in keys:
+            loss_seed = int(batch.get(LOSS_SEED_KEY).reshape(-1)[0])
+        if FROZEN_KEY in keys:
+            mask = batch.get(FROZEN_KEY).reshape(-1, self.num_agents)[0]
+            frozen = {int(agent) for agent in torch.nonzero(mask).flatten()}
+        return batch.exclude(LOSS_SEED_KEY, FROZEN_KEY), loss_seed, frozen
+
+
+def frozen_mask(frozen: Collection[int], num_agents: int) -> torch.Tensor:
+    """``[num_agents]`` bool: which agents are frozen; an index out of range is a :class:`UserError`.
+
+    Examples:
+        >>> frozen_mask({1}, 3).tolist()
+        [False, True, False]
+    """
+    mask = torch.zeros(num_agents, dtype=torch.bool)
+    for agent in frozen:
+        if not 0 <= agent < num_agents:
+            raise UserError(
+                f"frozen: agent index {agent} is out of range; there are {num_agents} agents"
+            )
+        mask[agent] = True
+    return mask
+
 
 class RoundRunner(Protocol):
     """What :class:`CodedPpoStep` needs of a coded controller (e.g. ``CodedController``)."""
@@ -208,14 +242,22 @@ class RoundRunner(Protocol):
         self, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
     ) -> tuple[torch.Tensor, Any]: ...
 
+    def skip_rounds(self, rounds: int) -> None: ...
+
 
 class CodedPpoStep:
     """One joint PPO optimization step as one coded round: a drop-in for ``PPO.update_step``.
 
     Encodes θ (weights and Adam state) of ``loss``/``optimizer``, sends it and the minibatch (with
-    the step's loss seed, :data:`LOSS_SEED_KEY`) through ``controller``, and writes the decoded θ'
-    back. The reported losses come from a forward pass at θ on this process (as the joint step
-    reports them); gradient norms are computed only on the learners, so they are reported as NaN.
+    the step's loss seed, :data:`LOSS_SEED_KEY`, and frozen agents, :data:`FROZEN_KEY`) through
+    ``controller``, and writes the decoded θ' back; frozen agents keep θ exactly (their rows of θ,
+    not of the floating-point decode, are written back).
+
+    The reported losses and per-agent gradient norms (before clipping) come from one forward and
+    backward pass at θ on this process, as the joint step computes them: the learners compute the
+    same gradients at the same θ, on the same minibatch with the same seed, but send back only θ'.
+    An agent whose norm is not finite is reported as not stepped, since its learners' update
+    returns its state unchanged.
 
     Args:
         program: the coded view of ``loss``.
@@ -245,23 +287,48 @@ class CodedPpoStep:
     def __call__(
         self, batch: TensorDictBase, *, seed: int, frozen: Collection[int] = ()
     ) -> UpdateStepResult:
-        if frozen:
-            raise UserError("coding: coded PPO steps every agent; freezing agents is not supported")
+        agents = self.program.num_agents
+        frozen_agents = frozen_mask(frozen, agents)
         theta = self.program.encode(self.loss, self.optimizer)
         sent = batch.clone()
-        with torch.no_grad(), seeded(seed):
-            losses = self.loss(batch).detach()
-            total = float(sum_losses(losses))
         sent.set(LOSS_SEED_KEY, torch.full(batch.batch_size, seed, dtype=torch.int64))
+        sent.set(FROZEN_KEY, frozen_agents.expand(*batch.batch_size, agents).clone())
+        losses, total, norms = self._losses_and_norms(batch, seed)
         decoded, log = self.controller.update(theta, sent, round_index=self.rounds)
         self.rounds += 1
         self.round_logs.append(log)
+        decoded[frozen_agents] = theta[frozen_agents]
         self.program.write(decoded, self.loss, self.optimizer)
-        agents = self.program.num_agents
+        finite = torch.isfinite(norms)
         return UpdateStepResult(
             losses=losses,
             total_loss=total,
-            grad_norms=torch.full((agents,), float("nan")),
-            stepped=torch.ones(agents, dtype=torch.bool),
-            nonfinite=torch.zeros(agents, dtype=torch.bool),
+            grad_norms=norms,
+            stepped=finite & ~frozen_agents,
+            nonfinite=~finite,
         )
+
+    def _losses_and_norms(
+        self, batch: TensorDictBase, seed: int
+    ) -> tuple[TensorDictBase, float, torch.Tensor]:
+        """The losses, ``L_total`` and every agent's gradient norm at θ (what the joint step reports).
+
+        Leaves no gradient behind: the parameters change only through the decoded θ'."""
+        self.optimizer.zero_grad(set_to_none=True)
+        with seeded(seed):
+            losses = self.loss(batch)
+            total = sum_losses(losses)
+        total.backward()
+        norms = per_agent_grad_norms(loss_parameter_groups(self.loss))
+        self.optimizer.zero_grad(set_to_none=True)
+        return losses.detach(), float(total.detach()), norms
+
+    def state_dict(self) -> dict[str, Any]:
+        """The round count (a resumed run continues the round numbers and straggler draws)."""
+        return {"rounds": self.rounds}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict`'s output; call it before the first round."""
+        self.rounds = int(state["rounds"])
+        self.round_logs.clear()
+        self.controller.skip_rounds(self.rounds)

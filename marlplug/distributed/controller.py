@@ -33,6 +33,21 @@ class LearnerError(RuntimeError):
     """A learner's update raised; the message carries the learner's traceback."""
 
 
+#: The keys of :meth:`RoundLog.as_row`, in order: the header of a rounds log.
+ROUND_ROW_COLUMNS = (
+    "round",
+    "clock",
+    "round_s",
+    "wait_s",
+    "decode_s",
+    "compute_s_max",
+    "learners_used",
+    "stragglers",
+    "failures",
+    "redispatched_agents",
+)
+
+
 @dataclass
 class RoundLog:
     """What happened in one coded round (all times in seconds; virtual ones in simulated mode)."""
@@ -51,7 +66,7 @@ class RoundLog:
     restarted: list[int] = field(default_factory=list)
 
     def as_row(self) -> dict[str, Any]:
-        """A flat record for CSV/JSON logs."""
+        """A flat record for CSV/JSON logs, keyed by :data:`ROUND_ROW_COLUMNS`."""
         return {
             "round": self.round_index,
             "clock": self.clock,
@@ -156,6 +171,14 @@ class CodedController:
         """Stop every learner process this controller's backend started."""
         if self.backend is not None:
             self.backend.close()
+
+    def skip_rounds(self, rounds: int) -> None:
+        """Move the straggler draws past ``rounds`` rounds run before (a resumed run), so that the
+        rounds to come meet the stragglers an uninterrupted run would have met (each round draws
+        its delays once, in :meth:`update`). Call it on a controller that has run no round yet.
+        """
+        for _ in range(rounds):
+            self.stragglers.delays(self.active_learners)
 
     def __enter__(self) -> CodedController:
         return self

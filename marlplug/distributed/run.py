@@ -36,7 +36,13 @@ from marlplug.train.checkpoint import (
     restore_rng_states,
     save_checkpoint,
 )
-from marlplug.train.reporting import ProgressBar, RunTotals, make_logger, plot_learning_curve
+from marlplug.train.reporting import (
+    ProgressBar,
+    RunTotals,
+    make_logger,
+    plot_learning_curve,
+    restart_rounds_csv,
+)
 from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir
 
 ROUNDS_NAME = "rounds.csv"
@@ -185,19 +191,6 @@ def _run_folder(
     return folder
 
 
-def _restart_rounds_csv(path: Path, columns: list[str], keep_before: int) -> None:
-    """Start ``rounds.csv`` afresh, or keep the rows of iterations before ``keep_before`` (a resume:
-    rows written after the last checkpoint are run again and so written again)."""
-    kept: list[dict[str, str]] = []
-    if keep_before > 0 and path.is_file():
-        with path.open(newline="") as handle:
-            kept = [row for row in csv.DictReader(handle) if int(row["iteration"]) < keep_before]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(kept)
-
-
 def _log_iteration(logger: Any, log: IterationLog) -> None:
     step = log.iteration + 1
     logger.log_scalar("env_steps", float(log.env_steps), step=step)
@@ -306,7 +299,7 @@ def _train(
     )
     columns = ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
     assert result.rounds_csv is not None and result.checkpoint is not None
-    _restart_rounds_csv(result.rounds_csv, columns, runner.iterations)
+    restart_rounds_csv(result.rounds_csv, columns, runner.iterations)
     logger = make_logger(config.logging.backend, folder)
     show = config.logging.progress if progress is None else progress
     start_steps, start = runner.env_steps, time.perf_counter()

@@ -158,8 +158,6 @@ class MaddpgRunner:
         self.iterations = int(state["iterations"])
         self.sampler.set_state(state["sampler"])
         self.collector.load_state_dict(state["collector"])
-        stragglers = getattr(self.updater, "stragglers", None)
-        active = getattr(self.updater, "active_learners", None)
-        if stragglers is not None and active is not None:
-            for _ in range(self.rounds):
-                stragglers.delays(active)
+        skip_rounds = getattr(self.updater, "skip_rounds", None)
+        if skip_rounds is not None:  # a coded controller (a centralized updater has no stragglers)
+            skip_rounds(self.rounds)

@@ -1,7 +1,9 @@
-"""Where a run's numbers go: TorchRL loggers (CSV or TensorBoard), a progress bar, a learning curve."""
+"""Where a run's numbers go: TorchRL loggers (CSV or TensorBoard), a progress bar, a learning curve,
+the rounds log of coded runs."""
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,35 @@ def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: 
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+def restart_rounds_csv(
+    path: Path, columns: Sequence[str], keep_before: int, *, key: str = "iteration"
+) -> int:
+    """Start a rounds log (``rounds.csv``) afresh with the header ``columns``, keeping the rows whose
+    ``key`` column is below ``keep_before``; return how many were kept.
+
+    A resumed run passes its checkpoint's position: rows written after the last checkpoint belong to
+    steps the resumed run does again, and would otherwise appear twice. A fresh run passes 0.
+
+    Examples:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "rounds.csv"
+        >>> _ = path.write_text("iteration,s\\n0,a\\n1,b\\n2,c\\n")
+        >>> restart_rounds_csv(path, ["iteration", "s"], 2)
+        2
+        >>> path.read_text().split()
+        ['iteration,s', '0,a', '1,b']
+    """
+    kept: list[dict[str, str]] = []
+    if keep_before > 0 and path.is_file():
+        with path.open(newline="") as handle:
+            kept = [row for row in csv.DictReader(handle) if int(row[key]) < keep_before]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(kept)
+    return len(kept)
 
 
 class RunTotals:

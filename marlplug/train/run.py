@@ -26,7 +26,13 @@ from marlplug.train.checkpoint import (
     save_checkpoint,
 )
 from marlplug.train.config import JointTrainerConfig
-from marlplug.train.reporting import ProgressBar, RunTotals, make_logger, plot_learning_curve
+from marlplug.train.reporting import (
+    ProgressBar,
+    RunTotals,
+    make_logger,
+    plot_learning_curve,
+    restart_rounds_csv,
+)
 from marlplug.train.stats import JointStats
 from marlplug.train.trainer import JointMultiAgentTrainer
 
@@ -34,6 +40,8 @@ CONFIG_NAME = "config.yaml"
 HISTORY_KEY = "history"
 #: Coded PPO runs log every round (one per minibatch step) here, in the run folder.
 ROUNDS_CSV_NAME = "rounds.csv"
+#: A coded PPO checkpoint's round count (``CodedPpoStep.state_dict``).
+CODED_STEP_KEY = "coded_step"
 
 
 @dataclass
@@ -120,15 +128,33 @@ def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) 
     return controller, step
 
 
-def _write_rounds(path: Path, update: int, logs: list[Any], *, header: bool) -> None:
-    rows = [{"update": update, **log.as_row()} for log in logs]
-    if not rows:
-        return
-    with path.open("w" if header else "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        if header:
-            writer.writeheader()
-        writer.writerows(rows)
+def _rounds_columns() -> list[str]:
+    """The header of a coded PPO run's ``rounds.csv``: the update a round belongs to, then the
+    round's record (``RoundLog.as_row``)."""
+    from marlplug.distributed.controller import ROUND_ROW_COLUMNS
+
+    return ["update", *ROUND_ROW_COLUMNS]
+
+
+def _restart_coded_rounds(
+    coded_step: Any, path: Path, state: dict[str, Any] | None, update_index: int
+) -> None:
+    """Start ``rounds.csv`` at the checkpoint (``update_index`` updates done, none for a fresh run)
+    and continue the step's round count from it.
+
+    Rows of later updates were written after the last checkpoint, and the resumed run does those
+    updates again. A checkpoint written before the round count was stored counts the kept rows.
+    """
+    kept = restart_rounds_csv(path, _rounds_columns(), update_index + 1, key="update")
+    saved = None if state is None else state.get(CODED_STEP_KEY)
+    coded_step.load_state_dict(saved if saved is not None else {"rounds": kept})
+
+
+def _append_rounds(path: Path, update: int, logs: list[Any]) -> None:
+    """Append the rounds of update ``update`` (1-based) to ``rounds.csv``."""
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=_rounds_columns())
+        writer.writerows({"update": update, **log.as_row()} for log in logs)
 
 
 def new_run_dir(config: MarlplugConfig) -> Path:
@@ -184,6 +210,7 @@ def _run(
     updates: int | None,
 ) -> RunResult:
     history: list[tuple[int, float]] = []
+    state: dict[str, Any] | None = None
     if resume_dir is not None:
         run_dir = resume_dir
         state = load_checkpoint(run_dir / CHECKPOINT_NAME)
@@ -204,21 +231,16 @@ def _run(
         rounds_csv=run_dir / ROUNDS_CSV_NAME if coded_step is not None else None,
         history=history,
     )
-    fresh_rounds = resume_dir is None
+    if coded_step is not None and result.rounds_csv is not None:
+        _restart_coded_rounds(coded_step, result.rounds_csv, state, trainer.update_index)
     show = config.logging.progress if progress is None else progress
     start_frames, start = trainer.frames, time.perf_counter()
     with ProgressBar(show, total_updates, trainer.update_index) as advance:
         while trainer.update_index < total_updates:
             stats = trainer.train_update()
             if coded_step is not None and result.rounds_csv is not None:
-                _write_rounds(
-                    result.rounds_csv,
-                    trainer.update_index,
-                    coded_step.round_logs,
-                    header=fresh_rounds,
-                )
+                _append_rounds(result.rounds_csv, trainer.update_index, coded_step.round_logs)
                 coded_step.round_logs.clear()
-                fresh_rounds = False
             for name, value in stats.flat().items():
                 logger.log_scalar(name, value, step=trainer.update_index)
             if stats.mean_return is not None:
@@ -228,14 +250,14 @@ def _run(
                 trainer.update_index % config.train.checkpoint_every == 0
                 or trainer.update_index == total_updates
             ):
-                save_checkpoint(
-                    checkpoint,
-                    {
-                        "trainer": trainer.state_dict(),
-                        MODEL_KEY: trainer.model.state_dict(),
-                        HISTORY_KEY: history,
-                    },
-                )
+                saved = {
+                    "trainer": trainer.state_dict(),
+                    MODEL_KEY: trainer.model.state_dict(),
+                    HISTORY_KEY: history,
+                }
+                if coded_step is not None:
+                    saved[CODED_STEP_KEY] = coded_step.state_dict()
+                save_checkpoint(checkpoint, saved)
             advance(stats.mean_return)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames

@@ -1,4 +1,5 @@
-"""Coded joint PPO: every minibatch step is one coded round, and training matches the joint run."""
+"""Coded joint PPO: every minibatch step is one coded round, and training matches the joint run
+(parameters, Adam state, reported gradient norms, frozen agents)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tensordict import TensorDict
 
 from marlplug import load_config
+from marlplug.algorithms.ppo import agent_optimizer_state, agent_parameters
+from marlplug.algorithms.ppo_coded import FROZEN_KEY, LOSS_SEED_KEY
 from marlplug.cli.train import default_config_path
 from marlplug.train.run import attach_coded_steps, build_trainer
 
@@ -52,6 +56,11 @@ def test_coded_ppo_matches_joint_ppo_after_two_updates() -> None:
             assert abs(coded_stats.total_loss - joint_stats.total_loss) <= 1e-4 * (
                 1.0 + abs(joint_stats.total_loss)
             )
+            # The norms before clipping, as the joint step reports them (not NaN).
+            joint_norms = torch.tensor(joint_stats.per_agent["grad_norm"])
+            coded_norms = torch.tensor(coded_stats.per_agent["grad_norm"])
+            assert bool((joint_norms > 0).all())
+            assert torch.allclose(coded_norms, joint_norms, rtol=1e-4, atol=0.0)
         assert step.rounds == 4
         expected, actual = _flat_parameters(joint), _flat_parameters(coded)
         assert not torch.equal(expected, start)
@@ -89,3 +98,56 @@ def test_coded_ppo_through_the_cli(run_cli: Callable[..., Any], tmp_path: Path) 
         ("2", "3"),
     ]
     assert all(len(row["learners_used"].split()) >= 3 for row in rounds)
+
+
+def _agent_state(trainer: Any, agent: int) -> TensorDict:
+    return TensorDict(
+        params=agent_parameters(trainer.loss, agent),
+        adam=agent_optimizer_state(trainer.loss, trainer.optimizer, agent),
+    )
+
+
+def test_a_frozen_agent_keeps_its_weights_and_adam_state_exactly() -> None:
+    joint = build_trainer(load_config(default_config_path(), SMALL))
+    coded_config = load_config(default_config_path(), SMALL + CODED)
+    coded = build_trainer(coded_config.model_copy(update={"coding": None}))
+    controller, _ = attach_coded_steps(coded_config, coded)
+    try:
+        for trainer in (joint, coded):
+            trainer.train_update()  # every agent has Adam state before agent 1 is frozen
+            trainer.freeze({1})
+        before = [_agent_state(coded, agent) for agent in range(3)]
+        joint.train_update()
+        coded.train_update()
+        after = [_agent_state(coded, agent) for agent in range(3)]
+        assert (after[1] == before[1]).all()
+        for agent in (0, 2):
+            assert not (after[agent]["params"] == before[agent]["params"]).all()
+            assert int(after[agent]["adam", "step"]) == int(before[agent]["adam", "step"]) + 2
+        expected, actual = _flat_parameters(joint), _flat_parameters(coded)
+        assert (actual - expected).norm() / expected.norm() <= 1e-5
+    finally:
+        controller.close()
+        joint.close()
+        coded.close()
+
+
+def test_a_learner_returns_a_frozen_agents_row_unchanged() -> None:
+    config = load_config(default_config_path(), [*SMALL, *CODED, "coding.clock=simulated"])
+    trainer = build_trainer(config.model_copy(update={"coding": None}))
+    controller, step = attach_coded_steps(config, trainer)
+    try:
+        rollout = trainer.collect_rollout()
+        with torch.no_grad():
+            trainer.loss.value_estimator(rollout)
+        batch = rollout.reshape(-1)[:10]
+        batch.set(LOSS_SEED_KEY, torch.full((10,), 7, dtype=torch.int64))
+        batch.set(FROZEN_KEY, torch.tensor([False, True, False]).expand(10, 3).clone())
+        theta = step.program.encode(trainer.loss, trainer.optimizer)
+        updated = step.program.update(theta, [0, 1, 2], batch, seeds=[0, 0, 0])
+        assert torch.equal(updated[1], theta[1])
+        assert not torch.equal(updated[0], theta[0])
+        assert not torch.equal(updated[2], theta[2])
+    finally:
+        controller.close()
+        trainer.close()

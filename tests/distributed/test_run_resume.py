@@ -1,9 +1,10 @@
-"""`marlplug train` runs MADDPG (centralized and coded) with checkpoints, and a resumed run continues
-exactly where the stopped one was."""
+"""`marlplug train` runs MADDPG (centralized and coded) and coded PPO with checkpoints, and a resumed
+run continues exactly where the stopped one was."""
 
 from __future__ import annotations
 
 import csv
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from marlplug.cli.train import default_config_path
 from marlplug.distributed.run import RUNNER_KEY, run_maddpg
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.train.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.run import load_run_config
+from marlplug.train.run import CODED_STEP_KEY, load_run_config, run_training
 
 # 10 steps per iteration against 25-step episodes: checkpoints fall mid-episode; a 40-transition
 # buffer wraps after 4 iterations; the first update round is in iteration 1.
@@ -119,3 +120,51 @@ def test_train_cli_runs_coded_maddpg_and_resumes_it(
     )
     theta = runner_state(run_dir)["theta"]
     assert float((theta - centralized.theta).norm() / centralized.theta.norm()) <= 1e-5
+
+
+def test_resumed_coded_ppo_continues_the_round_numbers_and_drops_redone_rows(
+    tmp_path: Path,
+) -> None:
+    # 2 coded rounds per update (20 frames in minibatches of 10); the simulated clock runs the
+    # learners in this process.
+    options = [
+        "env.agents=3",
+        "algorithm.hidden_size=16",
+        "algorithm.feature_dim=16",
+        "train.rollout_steps=20",
+        "train.minibatch_size=10",
+        "train.n_epochs=1",
+        "train.checkpoint_every=1",
+        "logging.progress=false",
+        f"logging.dir={tmp_path}",
+        "logging.run_name=ppo",
+        *CODED,
+        "coding.clock=simulated",
+    ]
+    run_dir = tmp_path / "ppo"
+    checkpoint = run_dir / CHECKPOINT_NAME
+    # Rounds of a run never stopped: (update, round, stragglers), one straggler draw per round.
+    model = StragglerModel(count=1, delay_s=0.05, seed=0)
+    straight = [
+        (1 + r // 2, r, [j for j, d in model.delays(range(5)).items() if d > 0]) for r in range(8)
+    ]
+
+    def logged() -> list[tuple[int, int, list[int]]]:
+        return [
+            (int(row["update"]), int(row["round"]), [int(j) for j in row["stragglers"].split()])
+            for row in rows(run_dir)
+        ]
+
+    run_training(load_config(default_config_path(), options), updates=2)
+    at_two = tmp_path / "at_two.pt"
+    shutil.copy(checkpoint, at_two)
+    run_training(load_run_config(run_dir), resume_dir=run_dir, updates=3)
+    assert logged() == straight[:6]
+    # As if stopped after update 3's rows were written but before its checkpoint, with a checkpoint
+    # from before the round count was stored (the resume then counts the rows it keeps).
+    state = torch.load(at_two, weights_only=False)
+    del state[CODED_STEP_KEY]
+    torch.save(state, checkpoint)
+    run_training(load_run_config(run_dir), resume_dir=run_dir, updates=4)
+    assert logged() == straight
+    assert load_checkpoint(checkpoint)[CODED_STEP_KEY] == {"rounds": 8}
