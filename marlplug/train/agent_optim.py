@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.adam import adam as functional_adam
 
 from marlplug.errors import UserError
 
@@ -178,7 +179,9 @@ class AgentAdam(torch.optim.Optimizer):
 
     Adam works element by element, so one optimizer over stacked weights equals one Adam per agent;
     keeping the step count per agent makes that hold even when some agents skip a step. Each
-    ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``).
+    ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``). When every agent
+    of a tensor steps and all share one step count (the usual case), the tensor goes through torch's
+    fused Adam kernel, one pass over memory instead of about ten.
 
     Args:
         params: an iterable of :class:`AgentGroupParameters` or of param-group dicts.
@@ -224,8 +227,10 @@ class AgentAdam(torch.optim.Optimizer):
                 closure()
         for group in self.param_groups:
             name = group.get("agent_group")
+            in_lockstep: list[tuple[torch.Tensor, torch.Tensor]] = []
             for param in group["params"]:
-                if param.grad is None:
+                grad = param.grad
+                if grad is None:
                     continue
                 n_agents = param.shape[0]
                 mask = torch.ones(n_agents, dtype=torch.bool)
@@ -236,33 +241,78 @@ class AgentAdam(torch.optim.Optimizer):
                     state["step"] = torch.zeros(n_agents, dtype=torch.float32)
                     state["exp_avg"] = torch.zeros_like(param)
                     state["exp_avg_sq"] = torch.zeros_like(param)
-                new_step = state["step"] + mask.to(torch.float32)
-                if bool(mask.all()):
-                    # Every agent steps: the same math in place, without masking copies.
-                    adam_update_(
-                        param,
-                        param.grad,
-                        state["exp_avg"],
-                        state["exp_avg_sq"],
-                        new_step,
-                        lr=group["lr"],
-                        betas=group["betas"],
-                        eps=group["eps"],
-                    )
-                    state["step"] = new_step
+                steps = state["step"]
+                if bool(mask.all()) and bool((steps == steps[0]).all()):
+                    in_lockstep.append((param, grad))
                     continue
-                new_param, new_exp_avg, new_exp_avg_sq, _ = adam_update(
-                    param,
-                    param.grad,
-                    state["exp_avg"],
-                    state["exp_avg_sq"],
-                    new_step.clamp(min=1.0),
-                    lr=group["lr"],
-                    betas=group["betas"],
-                    eps=group["eps"],
-                )
-                where = _broadcastable(mask, param)
-                param.copy_(torch.where(where, new_param, param))
-                state["exp_avg"] = torch.where(where, new_exp_avg, state["exp_avg"])
-                state["exp_avg_sq"] = torch.where(where, new_exp_avg_sq, state["exp_avg_sq"])
-                state["step"] = new_step
+                self._masked_step(param, grad, state, mask, group)
+            self._lockstep_step(in_lockstep, group)
+
+    def _lockstep_step(
+        self, params_and_grads: list[tuple[torch.Tensor, torch.Tensor]], group: dict[str, Any]
+    ) -> None:
+        """Every agent steps and all share one step count (the usual case): torch's fused Adam."""
+        if not params_and_grads:
+            return
+        params = [param for param, _ in params_and_grads]
+        states = [self.state[param] for param in params]
+        # The fused kernel takes one step count per tensor and increments it itself.
+        shared_steps = [state["step"][0].clone() for state in states]
+        beta1, beta2 = group["betas"]
+        functional_adam(
+            params,
+            [grad for _, grad in params_and_grads],
+            [state["exp_avg"] for state in states],
+            [state["exp_avg_sq"] for state in states],
+            [],
+            shared_steps,
+            fused=True,
+            amsgrad=False,
+            beta1=beta1,
+            beta2=beta2,
+            lr=group["lr"],
+            weight_decay=0.0,
+            eps=group["eps"],
+            maximize=False,
+        )
+        for state in states:
+            state["step"] = state["step"] + 1.0
+
+    def _masked_step(
+        self,
+        param: torch.Tensor,
+        grad: torch.Tensor,
+        state: dict[str, torch.Tensor],
+        mask: torch.Tensor,
+        group: dict[str, Any],
+    ) -> None:
+        """Step the agents in ``mask``, each with its own step count; the others do not move."""
+        new_step = state["step"] + mask.to(torch.float32)
+        if bool(mask.all()):
+            adam_update_(
+                param,
+                grad,
+                state["exp_avg"],
+                state["exp_avg_sq"],
+                new_step,
+                lr=group["lr"],
+                betas=group["betas"],
+                eps=group["eps"],
+            )
+            state["step"] = new_step
+            return
+        new_param, new_exp_avg, new_exp_avg_sq, _ = adam_update(
+            param,
+            grad,
+            state["exp_avg"],
+            state["exp_avg_sq"],
+            new_step.clamp(min=1.0),
+            lr=group["lr"],
+            betas=group["betas"],
+            eps=group["eps"],
+        )
+        where = _broadcastable(mask, param)
+        param.copy_(torch.where(where, new_param, param))
+        state["exp_avg"] = torch.where(where, new_exp_avg, state["exp_avg"])
+        state["exp_avg_sq"] = torch.where(where, new_exp_avg_sq, state["exp_avg_sq"])
+        state["step"] = new_step
