@@ -217,11 +217,18 @@ class RedundancyLoss(AuxLoss):
     number of near-dead columns (population std below ``dead_threshold``) is reported as
     ``dead_features`` by :meth:`diagnostics`.
 
+    The penalty is exact by default. ``sample_rows`` computes it on that many rows of the minibatch,
+    drawn from torch's global RNG (which the joint trainer seeds for every minibatch step), cutting
+    the ``O(B²·Σd_i)`` cost by ``(B/sample_rows)²``. That is an approximation: the independent-feature
+    floor rises from 1/B to 1/sample_rows per pair and the gradient gets noisier (docs/joint_ppo.md
+    has measured errors).
+
     Args:
         coef: the weight λ of the penalty in the total loss.
         eps: added to the variance before the square root.
         pair_reduction: ``sum`` over pairs or ``mean`` over pairs.
         dead_threshold: a feature column whose std is below this counts as near-dead.
+        sample_rows: compute the penalty on this many random rows (``None``: every row, exact).
 
     Examples:
         >>> loss = RedundancyLoss(coef=1.0)
@@ -241,6 +248,12 @@ class RedundancyLoss(AuxLoss):
         dead_threshold: float = Field(
             1e-3, ge=0.0, description="A feature column with std below this counts as near-dead."
         )
+        sample_rows: int | None = Field(
+            None,
+            ge=2,
+            description="Compute the penalty on this many random rows of each minibatch (an "
+            "approximation, see docs/joint_ppo.md); null: every row, exact.",
+        )
 
     def __init__(
         self,
@@ -249,6 +262,7 @@ class RedundancyLoss(AuxLoss):
         eps: float = 1e-5,
         pair_reduction: PairReduction = "sum",
         dead_threshold: float = 1e-3,
+        sample_rows: int | None = None,
     ) -> None:
         super().__init__()
         if pair_reduction not in ("sum", "mean"):
@@ -259,8 +273,13 @@ class RedundancyLoss(AuxLoss):
         self.eps = eps
         self.pair_reduction: PairReduction = pair_reduction
         self.dead_threshold = dead_threshold
+        self.sample_rows = sample_rows
 
     def forward(self, features: list[torch.Tensor]) -> torch.Tensor:
+        rows = features[0].shape[0] if features else 0
+        if self.sample_rows is not None and rows > self.sample_rows:
+            chosen = torch.randperm(rows, device=features[0].device)[: self.sample_rows]
+            features = [z.index_select(0, chosen) for z in features]
         return redundancy_all_pairs(
             features, coef=self.coef, eps=self.eps, pair_reduction=self.pair_reduction
         )
@@ -271,4 +290,5 @@ class RedundancyLoss(AuxLoss):
         return {"dead_features": (std < self.dead_threshold).sum()}
 
     def extra_repr(self) -> str:
-        return f"coef={self.coef}, eps={self.eps}, pair_reduction={self.pair_reduction!r}"
+        sampled = "" if self.sample_rows is None else f", sample_rows={self.sample_rows}"
+        return f"coef={self.coef}, eps={self.eps}, pair_reduction={self.pair_reduction!r}{sampled}"

@@ -167,3 +167,44 @@ def test_options_come_from_the_config() -> None:
             data={"losses": [{"name": "redundancy", "pair_reduction": "max"}]}
             | {"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "pair_reduction": "max"}]}
         )
+
+
+def _correlated_features(rows: int, agents: int, width: int, seed: int) -> list[torch.Tensor]:
+    """Agents' features as tanh of linear maps of one shared observation: correlated across agents."""
+    generator = torch.Generator().manual_seed(seed)
+    observation = torch.randn(rows, 16, generator=generator)
+    return [
+        torch.tanh(observation @ torch.randn(16, width, generator=generator) / 4.0)
+        for _ in range(agents)
+    ]
+
+
+def test_sample_rows_approximates_the_exact_penalty_reproducibly() -> None:
+    features = _correlated_features(rows=2048, agents=4, width=8, seed=0)
+    exact = float(RedundancyLoss(coef=1.0)(features))
+    sampled = RedundancyLoss(coef=1.0, sample_rows=1024)
+    torch.manual_seed(5)
+    first = float(sampled(features))
+    torch.manual_seed(5)
+    assert float(sampled(features)) == first  # the same RNG state draws the same rows
+    assert first != exact
+    assert first == pytest.approx(exact, rel=0.1)
+    # No more rows than the minibatch has: the exact penalty.
+    assert float(RedundancyLoss(coef=1.0, sample_rows=4096)(features)) == exact
+
+
+def test_sample_rows_sends_gradient_to_the_sampled_rows_only() -> None:
+    features = [
+        z.requires_grad_() for z in _correlated_features(rows=300, agents=3, width=5, seed=1)
+    ]
+    RedundancyLoss(coef=1.0, sample_rows=100)(features).backward()
+    for z in features:
+        assert z.grad is not None
+        assert int((z.grad.abs().sum(dim=1) > 0).sum()) == 100
+
+
+def test_sample_rows_below_two_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"losses\[1\].sample_rows"):
+        load_config(
+            data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "sample_rows": 1}]}
+        )
