@@ -300,7 +300,9 @@ def _train(
     columns = ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
     assert result.rounds_csv is not None and result.checkpoint is not None
     restart_rounds_csv(result.rounds_csv, columns, runner.iterations)
-    logger = make_logger(config.logging.backend, folder)
+    # Iteration i (0-based) logs at step i + 1 (_log_iteration): a run resumed after K iterations
+    # logs from step K + 1 on.
+    logger = make_logger(config.logging.backend, folder, keep_before=runner.iterations + 1)
     show = config.logging.progress if progress is None else progress
     start_steps, start = runner.env_steps, time.perf_counter()
     with (

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import random
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import torch
@@ -42,14 +43,22 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     random.setstate(states["python"])
 
 
-def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
-    """Write ``state`` (plus RNG states) to ``path`` atomically: a reader never sees half a file."""
+def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Call ``write`` on a temporary file beside ``path``, fsync it and move it into place.
+
+    A reader, or a run that crashes meanwhile, sees the old file or the new one, never half of one.
+
+    Examples:
+        >>> import tempfile
+        >>> target = Path(tempfile.mkdtemp()) / "notes.txt"
+        >>> write_atomically(target, lambda stream: stream.write(b"done")).read_text()
+        'done'
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {**state, "rng": rng_states()}
-    handle, temporary = tempfile.mkstemp(prefix=".checkpoint-", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            torch.save(payload, stream)
+            write(stream)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -57,6 +66,12 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return path
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
+    """Write ``state`` (plus RNG states) to ``path`` atomically: a reader never sees half a file."""
+    payload = {**state, "rng": rng_states()}
+    return write_atomically(path, lambda stream: torch.save(payload, stream))
 
 
 def load_checkpoint(path: Path, *, option: str = "--resume") -> dict[str, Any]:

@@ -4,6 +4,7 @@ the rounds log of coded runs."""
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,22 @@ from typing import Any
 from torchrl.record.loggers import CSVLogger, Logger
 
 from marlplug.errors import UserError
+from marlplug.train.checkpoint import write_atomically
 
 
-def make_logger(backend: str, run_dir: Path) -> Logger:
-    """A TorchRL logger writing under ``run_dir`` (``csv`` or ``tensorboard``)."""
+def make_logger(backend: str, run_dir: Path, *, keep_before: int) -> Logger:
+    """A TorchRL logger writing under ``run_dir/metrics`` (``csv`` or ``tensorboard``).
+
+    ``keep_before`` is the first step this run logs: CSV rows of that step and later are dropped
+    first (:func:`restart_scalar_csvs`), as a resumed run logs those steps again. TensorBoard event
+    files are left as they are: a new record at step s makes TensorBoard's default loader drop the
+    tag's records at s and later, so the resumed run's values replace the old ones (the legacy
+    loader, ``--load_fast=false`` or ``EventAccumulator``, shows both).
+    """
     if backend == "csv":
-        return CSVLogger(exp_name="metrics", log_dir=str(run_dir))
+        logger = CSVLogger(exp_name="metrics", log_dir=str(run_dir))
+        restart_scalar_csvs(Path(logger.experiment.log_dir) / "scalars", keep_before)
+        return logger
     if backend == "tensorboard":
         try:
             from torchrl.record.loggers import TensorboardLogger
@@ -66,6 +77,10 @@ def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: 
     return path
 
 
+def _write_text_atomically(path: Path, text: str) -> None:
+    write_atomically(path, lambda stream: stream.write(text.encode()))
+
+
 def restart_rounds_csv(
     path: Path, columns: Sequence[str], keep_before: int, *, key: str = "iteration"
 ) -> int:
@@ -88,11 +103,42 @@ def restart_rounds_csv(
     if keep_before > 0 and path.is_file():
         with path.open(newline="") as handle:
             kept = [row for row in csv.DictReader(handle) if int(row[key]) < keep_before]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(columns), restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(kept)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns), restval="", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(kept)
+    _write_text_atomically(path, text.getvalue())
     return len(kept)
+
+
+def restart_scalar_csvs(scalars_dir: Path, keep_before: int) -> int:
+    """Keep only the rows of steps below ``keep_before`` in every scalar file of a TorchRL
+    ``CSVLogger`` (``scalars_dir``, one headerless ``step,value`` file per name; a name with ``/``
+    makes subfolders); return how many rows were kept.
+
+    The rounds log's counterpart (:func:`restart_rounds_csv`) for the metrics: TorchRL's logger
+    appends, so without this the steps a resumed run does again would appear twice.
+
+    Examples:
+        >>> import tempfile
+        >>> scalars = Path(tempfile.mkdtemp())
+        >>> (scalars / "agent_0").mkdir()
+        >>> _ = (scalars / "agent_0" / "entropy.csv").write_text("1,0.5\\n2,0.4\\n3,0.3\\n")
+        >>> restart_scalar_csvs(scalars, 3)
+        2
+        >>> (scalars / "agent_0" / "entropy.csv").read_text().split()
+        ['1,0.5', '2,0.4']
+    """
+    kept = 0
+    for path in sorted(scalars_dir.rglob("*.csv")):
+        lines = path.read_text().splitlines()
+        # A line without a comma is the torn end of a write cut short by a crash (the step is
+        # written first): it belongs to a step after the checkpoint, so it goes too.
+        rows = [line for line in lines if "," in line and int(line.split(",", 1)[0]) < keep_before]
+        if len(rows) < len(lines):
+            _write_text_atomically(path, "".join(f"{row}\n" for row in rows))
+        kept += len(rows)
+    return kept
 
 
 class RunTotals:

@@ -221,7 +221,8 @@ def _run(
         run_dir = new_run_dir(config)
         (run_dir / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
     total_updates = updates or config.train.updates
-    logger = make_logger(config.logging.backend, run_dir)
+    # Update u logs at step u: a run resumed after update K logs from step K + 1 on.
+    logger = make_logger(config.logging.backend, run_dir, keep_before=trainer.update_index + 1)
     checkpoint = run_dir / CHECKPOINT_NAME
     result = RunResult(
         run_dir=run_dir,

@@ -1,0 +1,108 @@
+"""A run resumed from an earlier checkpoint than its last logged step (a crash after the checkpoint)
+logs every step of TorchRL's CSV metrics once: rows written after the checkpoint are dropped before
+the resumed run logs those steps again. Both runners: joint PPO and MADDPG."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from marlplug.config import load_config
+from marlplug.distributed.run import run_maddpg
+from marlplug.train.checkpoint import CHECKPOINT_NAME
+from marlplug.train.run import load_run_config, run_training
+
+PPO_SMALL = [
+    "env.agents=2",
+    "train.rollout_steps=50",
+    "train.minibatch_size=25",
+    "train.n_epochs=1",
+    "algorithm.hidden_size=16",
+    "algorithm.feature_dim=8",
+    "logging.progress=false",
+    "train.checkpoint_every=2",
+    "train.updates=4",
+]
+# 10 env steps per iteration: the first episode (25 steps) ends in iteration 3, so episode_return
+# has a row at step 3, the one the crashed run logs after its checkpoint.
+MADDPG_SMALL = [
+    "env.agents=2",
+    "algorithm.name=maddpg",
+    "algorithm.minibatch_size=8",
+    "algorithm.learning_starts=8",
+    "algorithm.steps_per_iteration=10",
+    "algorithm.hidden_sizes=[8]",
+    "logging.progress=false",
+    "train.checkpoint_every=2",
+    "train.updates=4",
+]
+#: MADDPG metrics that are wall-clock times: they differ between any two runs.
+TIMINGS = {"collect_s.csv", "update_s.csv"}
+
+
+def scalar_rows(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
+    """Every metrics CSV of a run, by its path under ``metrics/scalars``: its ``(step, value)`` rows."""
+    scalars = run_dir / "metrics" / "scalars"
+    return {
+        str(path.relative_to(scalars)): [
+            (int(step), value)
+            for step, value in (line.split(",") for line in path.read_text().splitlines())
+        ]
+        for path in sorted(scalars.rglob("*.csv"))
+    }
+
+
+def crash_after_checkpoint_and_resume(
+    run: Callable[[Path | None, int], object], run_dir: Path
+) -> None:
+    """Run 2 steps (checkpoint at 2), then 1 more (logs step 3, checkpoint at 3), then put back the
+    checkpoint of step 2, as if the run had crashed after logging step 3 but before saving it, and
+    resume to the configured 4 steps. ``run(resume_dir, steps)`` runs one call of a runner."""
+    run(None, 2)
+    at_two = run_dir.parent / "at_two.pt"
+    shutil.copy(run_dir / CHECKPOINT_NAME, at_two)
+    run(run_dir, 3)
+    shutil.copy(at_two, run_dir / CHECKPOINT_NAME)
+    run(run_dir, 4)
+
+
+def test_resumed_ppo_logs_every_update_once(tmp_path: Path) -> None:
+    options = [*PPO_SMALL, f"logging.dir={tmp_path}"]
+    run_training(load_config(overrides=[*options, "logging.run_name=straight"]))
+    run_dir = tmp_path / "resumed"
+
+    def run(resume_dir: Path | None, updates: int) -> object:
+        if resume_dir is None:
+            config = load_config(overrides=[*options, "logging.run_name=resumed"])
+            return run_training(config, updates=updates)
+        return run_training(load_run_config(resume_dir), resume_dir=resume_dir, updates=updates)
+
+    crash_after_checkpoint_and_resume(run, run_dir)
+    logged = scalar_rows(run_dir)
+    assert "agent_0/grad_norm.csv" in logged and "mean_return.csv" in logged
+    assert [step for step, _ in logged["total_loss.csv"]] == [1, 2, 3, 4]
+    # Resume is bit-identical, so every file equals that of the run never stopped, row for row.
+    assert logged == scalar_rows(tmp_path / "straight")
+
+
+def test_resumed_maddpg_logs_every_iteration_once(tmp_path: Path) -> None:
+    config = load_config(data={}, overrides=MADDPG_SMALL)
+    run_maddpg(config, run_dir=tmp_path / "straight")
+    run_dir = tmp_path / "resumed"
+
+    def run(resume_dir: Path | None, iterations: int) -> object:
+        if resume_dir is None:
+            return run_maddpg(config, iterations=iterations, run_dir=run_dir)
+        return run_maddpg(load_run_config(resume_dir), iterations=iterations, resume_dir=resume_dir)
+
+    crash_after_checkpoint_and_resume(run, run_dir)
+    logged, straight = scalar_rows(run_dir), scalar_rows(tmp_path / "straight")
+    assert [step for step, _ in logged["env_steps.csv"]] == [1, 2, 3, 4]
+    assert [step for step, _ in logged["episode_return.csv"]] == [3]
+    assert logged.keys() == straight.keys()
+    for name, rows in logged.items():
+        if name in TIMINGS:
+            assert [step for step, _ in rows] == [step for step, _ in straight[name]], name
+        else:
+            assert rows == straight[name], name
