@@ -12,16 +12,7 @@ from marlplug.envs import make_env
 from marlplug.errors import UserError
 from marlplug.train.checkpoint import load_checkpoint, load_policy
 from marlplug.train.run import run_training
-
-SMALL = [
-    "env.agents=2",
-    "train.rollout_steps=50",
-    "train.minibatch_size=25",
-    "train.n_epochs=1",
-    "algorithm.hidden_size=16",
-    "algorithm.feature_dim=8",
-    "logging.progress=false",
-]
+from tests.train.helpers import SMALL_RUN
 
 
 def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
@@ -30,7 +21,7 @@ def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
 
     config = load_config(
         overrides=[
-            *SMALL,
+            *SMALL_RUN,
             f"logging.dir={tmp_path}",
             "logging.run_name=tb",
             "logging.backend=tensorboard",
@@ -52,7 +43,7 @@ def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
 def test_continuous_actions_train(tmp_path: Path) -> None:
     config = load_config(
         overrides=[
-            *SMALL,
+            *SMALL_RUN,
             f"logging.dir={tmp_path}",
             "logging.run_name=cont",
             "env.continuous_actions=true",
@@ -78,7 +69,7 @@ def test_continuous_actions_train(tmp_path: Path) -> None:
 
 def test_load_policy_rejects_a_mismatched_env(tmp_path: Path) -> None:
     config = load_config(
-        overrides=[*SMALL, f"logging.dir={tmp_path}", "logging.run_name=m", "train.updates=1"]
+        overrides=[*SMALL_RUN, f"logging.dir={tmp_path}", "logging.run_name=m", "train.updates=1"]
     )
     result = run_training(config)
     with pytest.raises(UserError, match="do not fit"):

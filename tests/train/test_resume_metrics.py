@@ -12,18 +12,9 @@ from marlplug.config import load_config
 from marlplug.distributed.run import run_maddpg
 from marlplug.train.checkpoint import CHECKPOINT_NAME
 from marlplug.train.run import load_run_config, run_training
+from tests.train.helpers import SMALL_RUN
 
-PPO_SMALL = [
-    "env.agents=2",
-    "train.rollout_steps=50",
-    "train.minibatch_size=25",
-    "train.n_epochs=1",
-    "algorithm.hidden_size=16",
-    "algorithm.feature_dim=8",
-    "logging.progress=false",
-    "train.checkpoint_every=2",
-    "train.updates=4",
-]
+PPO_SMALL = [*SMALL_RUN, "train.checkpoint_every=2", "train.updates=4"]
 # 10 env steps per iteration: the first episode (25 steps) ends in iteration 3, so episode_return
 # has a row at step 3, the one the crashed run logs after its checkpoint.
 MADDPG_SMALL = [
