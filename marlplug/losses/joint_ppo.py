@@ -56,7 +56,9 @@ def _entropy(distribution: Any) -> torch.Tensor:
 
     TanhNormal (continuous actions) has none; TorchRL's ClipPPOLoss estimates it the same way.
     """
-    if isinstance(distribution, Categorical):
+    if (
+        type(distribution) is Categorical
+    ):  # not subclasses (masked, one-hot) with entropies of their own
         # ``Categorical.entropy`` recomputes a softmax of its already-normalized logits; over a few
         # actions that softmax is several times slower than ``exp`` (the same values, to rounding).
         log_p = distribution.logits.clamp(min=torch.finfo(distribution.logits.dtype).min)

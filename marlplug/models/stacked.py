@@ -1,4 +1,4 @@
-"""Stacked per-agent layers: one tensor holds every agent's weights, one batched matmul runs them all.
+"""Stacked per-agent layers: one tensor holds every agent's weights, one matmul call runs them all.
 
 Every parameter has the agent as its leading dimension, so agent ``i``'s parameters are ``p[i]`` for
 every parameter ``p``; the per-agent optimizer and gradient clipping rely on that convention.
@@ -15,7 +15,8 @@ from torch import nn
 
 
 class StackedLinear(nn.Module):
-    """``n_agents`` independent linear layers evaluated as one batched matmul.
+    """``n_agents`` independent linear layers evaluated as one batched matmul (or, when every agent
+    reads the same input, one wide matmul with the agents' weights side by side).
 
     Input ``[*batch, n_agents, in_features]`` (or ``[*batch, in_features]`` with ``shared_input=True``,
     which every agent reads, e.g. a centralized critic); output ``[*batch, n_agents, out_features]``.

@@ -68,15 +68,19 @@ def _broadcastable(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 def per_agent_grad_norms(groups: Sequence[AgentGroupParameters]) -> torch.Tensor:
     """Global L2 norm of every agent's gradient slice, ``[total agents]`` in group order."""
-    norms = []
+    norms: list[torch.Tensor] = []
     for group in groups:
         squared = torch.zeros(group.n_agents, dtype=torch.float64)
         for param in group.params:
             if param.grad is not None:
                 # Each parameter's norm in its own dtype (asking vector_norm for float64 would copy
-                # the whole gradient first); the per-parameter sums add up in float64.
+                # the whole gradient first); the per-parameter sums add up in float64. A norm that
+                # overflows float32 is redone in float64, so only a truly non-finite one stays so.
                 view = _per_agent_view(param.grad, group.n_agents)
-                squared += torch.linalg.vector_norm(view, dim=1).double().square()
+                param_norms = torch.linalg.vector_norm(view, dim=1).double()
+                if not bool(torch.isfinite(param_norms).all()):
+                    param_norms = torch.linalg.vector_norm(view, dim=1, dtype=torch.float64)
+                squared += param_norms.square()
         norms.append(squared.sqrt())
     return torch.cat(norms)
 
@@ -149,39 +153,15 @@ def adam_update(
     return new_param, new_exp_avg, new_exp_avg_sq, step
 
 
-def adam_update_(
-    param: torch.Tensor,
-    grad: torch.Tensor,
-    exp_avg: torch.Tensor,
-    exp_avg_sq: torch.Tensor,
-    step: torch.Tensor,
-    *,
-    lr: float,
-    betas: tuple[float, float],
-    eps: float,
-) -> None:
-    """:func:`adam_update` in place (``param``, ``exp_avg``, ``exp_avg_sq``), bit for bit the same values."""
-    beta1, beta2 = betas
-    exp_avg.lerp_(grad, 1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    steps = step.double()
-    bias_correction1 = 1 - beta1**steps
-    bias_correction2_sqrt = (1 - beta2**steps).sqrt()
-    step_size = _broadcastable((lr / bias_correction1).to(param.dtype), param)
-    denom = (exp_avg_sq.sqrt() / _broadcastable(bias_correction2_sqrt.to(param.dtype), param)).add_(
-        eps
-    )
-    param.sub_(step_size * (exp_avg / denom))
-
-
 class AgentAdam(torch.optim.Optimizer):
     """Adam over stacked per-agent weights, with one step count per agent and per-agent masking.
 
     Adam works element by element, so one optimizer over stacked weights equals one Adam per agent;
     keeping the step count per agent makes that hold even when some agents skip a step. Each
-    ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``). When every agent
-    of a tensor steps and all share one step count (the usual case), the tensor goes through torch's
-    fused Adam kernel, one pass over memory instead of about ten.
+    ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``). Each group takes
+    one call of torch's fused Adam kernel (one pass over memory instead of about ten): whole tensors
+    while every agent steps in lockstep (the usual case), else each stepping agent's slice with its
+    own step count. Parameters must be contiguous.
 
     Args:
         params: an iterable of :class:`AgentGroupParameters` or of param-group dicts.
@@ -227,45 +207,83 @@ class AgentAdam(torch.optim.Optimizer):
                 closure()
         for group in self.param_groups:
             name = group.get("agent_group")
-            in_lockstep: list[tuple[torch.Tensor, torch.Tensor]] = []
+            batch = _FusedBatch()
             for param in group["params"]:
-                grad = param.grad
-                if grad is None:
+                if param.grad is None:
                     continue
-                n_agents = param.shape[0]
-                mask = torch.ones(n_agents, dtype=torch.bool)
+                mask = torch.ones(param.shape[0], dtype=torch.bool)
                 if active is not None and isinstance(name, str) and name in active:
                     mask = active[name].to(torch.bool)
-                state = self.state[param]
-                if not state:
-                    state["step"] = torch.zeros(n_agents, dtype=torch.float32)
-                    state["exp_avg"] = torch.zeros_like(param)
-                    state["exp_avg_sq"] = torch.zeros_like(param)
-                steps = state["step"]
-                if bool(mask.all()) and bool((steps == steps[0]).all()):
-                    in_lockstep.append((param, grad))
-                    continue
-                self._masked_step(param, grad, state, mask, group)
-            self._lockstep_step(in_lockstep, group)
+                batch.add(param, self._state_of(param), mask)
+            batch.step(group)
 
-    def _lockstep_step(
-        self, params_and_grads: list[tuple[torch.Tensor, torch.Tensor]], group: dict[str, Any]
-    ) -> None:
-        """Every agent steps and all share one step count (the usual case): torch's fused Adam."""
-        if not params_and_grads:
+    def _state_of(self, param: torch.Tensor) -> dict[str, torch.Tensor]:
+        state = self.state[param]
+        if not state:
+            if not param.is_contiguous():
+                # The fused kernel pairs elements in memory order, which must be the same for the
+                # parameter, its gradient and its moments.
+                raise UserError(
+                    f"AgentAdam needs contiguous parameters, got strides {param.stride()}"
+                )
+            state["step"] = torch.zeros(param.shape[0], dtype=torch.float32)
+            state["exp_avg"] = torch.zeros_like(param)
+            state["exp_avg_sq"] = torch.zeros_like(param)
+        return state
+
+
+class _FusedBatch:
+    """The tensors of one param group for a single call of torch's fused Adam kernel.
+
+    A tensor whose agents all step and share one step count goes in whole; otherwise each active
+    agent's slice goes in with its own step count (a view into ``state["step"]``, which the kernel
+    increments in place), and inactive agents are left out, so nothing of theirs moves.
+    """
+
+    def __init__(self) -> None:
+        self.params: list[torch.Tensor] = []
+        self.grads: list[torch.Tensor] = []
+        self.exp_avgs: list[torch.Tensor] = []
+        self.exp_avg_sqs: list[torch.Tensor] = []
+        self.steps: list[torch.Tensor] = []
+        self.whole: list[dict[str, torch.Tensor]] = []
+
+    def add(self, param: torch.Tensor, state: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
+        assert param.grad is not None
+        grad = param.grad.contiguous()  # the kernel walks param and grad in the same flat order
+        steps = state["step"]
+        if bool(mask.all()) and bool((steps == steps[0]).all()):
+            self._append(param, grad, state["exp_avg"], state["exp_avg_sq"], steps[0].clone())
+            self.whole.append(state)
             return
-        params = [param for param, _ in params_and_grads]
-        states = [self.state[param] for param in params]
-        # The fused kernel takes one step count per tensor and increments it itself.
-        shared_steps = [state["step"][0].clone() for state in states]
+        for agent in torch.nonzero(mask).flatten().tolist():
+            self._append(
+                param[agent],
+                grad[agent],
+                state["exp_avg"][agent],
+                state["exp_avg_sq"][agent],
+                steps[agent],
+            )
+
+    def _append(self, *tensors: torch.Tensor) -> None:
+        for bucket, tensor in zip(
+            (self.params, self.grads, self.exp_avgs, self.exp_avg_sqs, self.steps),
+            tensors,
+            strict=True,
+        ):
+            bucket.append(tensor)
+
+    def step(self, group: dict[str, Any]) -> None:
+        if not self.params:
+            return
         beta1, beta2 = group["betas"]
         functional_adam(
-            params,
-            [grad for _, grad in params_and_grads],
-            [state["exp_avg"] for state in states],
-            [state["exp_avg_sq"] for state in states],
+            self.params,
+            self.grads,
+            self.exp_avgs,
+            self.exp_avg_sqs,
             [],
-            shared_steps,
+            self.steps,
             fused=True,
             amsgrad=False,
             beta1=beta1,
@@ -275,44 +293,5 @@ class AgentAdam(torch.optim.Optimizer):
             eps=group["eps"],
             maximize=False,
         )
-        for state in states:
+        for state in self.whole:  # their kernel step counts were copies
             state["step"] = state["step"] + 1.0
-
-    def _masked_step(
-        self,
-        param: torch.Tensor,
-        grad: torch.Tensor,
-        state: dict[str, torch.Tensor],
-        mask: torch.Tensor,
-        group: dict[str, Any],
-    ) -> None:
-        """Step the agents in ``mask``, each with its own step count; the others do not move."""
-        new_step = state["step"] + mask.to(torch.float32)
-        if bool(mask.all()):
-            adam_update_(
-                param,
-                grad,
-                state["exp_avg"],
-                state["exp_avg_sq"],
-                new_step,
-                lr=group["lr"],
-                betas=group["betas"],
-                eps=group["eps"],
-            )
-            state["step"] = new_step
-            return
-        new_param, new_exp_avg, new_exp_avg_sq, _ = adam_update(
-            param,
-            grad,
-            state["exp_avg"],
-            state["exp_avg_sq"],
-            new_step.clamp(min=1.0),
-            lr=group["lr"],
-            betas=group["betas"],
-            eps=group["eps"],
-        )
-        where = _broadcastable(mask, param)
-        param.copy_(torch.where(where, new_param, param))
-        state["exp_avg"] = torch.where(where, new_exp_avg, state["exp_avg"])
-        state["exp_avg_sq"] = torch.where(where, new_exp_avg_sq, state["exp_avg_sq"])
-        state["step"] = new_step

@@ -15,8 +15,9 @@ from marlplug.algorithms.ppo import (
     loss_parameter_groups,
     parameters_of,
 )
+from marlplug.errors import UserError
 from marlplug.losses import RedundancyLoss
-from marlplug.train.agent_optim import AgentAdam, AgentGroupParameters
+from marlplug.train.agent_optim import AgentAdam, AgentGroupParameters, clip_grad_norm_per_agent_
 from tests.losses.helpers import make_batch, make_loss, make_model
 
 
@@ -65,6 +66,44 @@ def test_masked_agents_keep_their_own_step_count() -> None:
             alone.step()
     torch.testing.assert_close(stacked[1], single, atol=1e-7, rtol=1e-6)
     assert joint.state[stacked]["step"].tolist() == [6.0, 3.0]
+
+
+@pytest.mark.parametrize("layout", ["transposed", "expanded"])
+def test_a_gradient_laid_out_unlike_its_parameter_steps_correctly(layout: str) -> None:
+    # The fused kernel pairs elements in memory order: a gradient with other strides must not
+    # be paired with the wrong entries of the parameter.
+    grad = torch.arange(24.0).reshape(2, 3, 4)
+    if layout == "transposed":
+        strided = grad.transpose(1, 2).contiguous().transpose(1, 2)
+    else:
+        grad = torch.arange(4.0).expand(2, 3, 4)
+        strided = grad
+    assert not strided.is_contiguous()
+    results = []
+    for given in (grad.contiguous(), strided):
+        param = nn.Parameter(torch.zeros(2, 3, 4))
+        optimizer = AgentAdam([AgentGroupParameters("agent", 2, [param])], lr=0.1)
+        param.grad = given
+        optimizer.step()
+        results.append(param.detach().clone())
+    torch.testing.assert_close(results[1], results[0], rtol=0.0, atol=0.0)
+
+
+def test_non_contiguous_parameters_are_refused() -> None:
+    param = nn.Parameter(torch.zeros(3, 2).T)  # agent dimension 2, not contiguous
+    optimizer = AgentAdam([AgentGroupParameters("agent", 2, [param])], lr=0.1)
+    param.grad = torch.ones(2, 3)
+    with pytest.raises(UserError, match="contiguous"):
+        optimizer.step()
+
+
+def test_a_large_but_finite_gradient_is_clipped_not_skipped() -> None:
+    param = nn.Parameter(torch.zeros(2, 1000))
+    param.grad = torch.cat([torch.full((1, 1000), 1e19), torch.ones(1, 1000)])
+    norms, finite = clip_grad_norm_per_agent_([AgentGroupParameters("agent", 2, [param])], 0.5)
+    assert finite.tolist() == [True, True]  # float32 would overflow: ‖g_0‖ = 3.16e20
+    assert float(norms[0]) == pytest.approx(1e19 * 1000**0.5, rel=1e-6)
+    assert float(param.grad[0].double().norm()) == pytest.approx(0.5, rel=1e-4)
 
 
 def _snapshot(

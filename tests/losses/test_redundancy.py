@@ -85,14 +85,20 @@ def _autograd_reference(features: list[torch.Tensor], eps: float) -> torch.Tenso
 
 @pytest.mark.parametrize(
     ("rows", "widths"),
-    [(600, (200, 250, 300)), (1100, (16, 16, 16, 16)), (900, (5, 40, 9))],
-    ids=["row-gram-banded", "feature-gram-equal-widths", "feature-gram-mixed-widths"],
+    [(600, (200, 250, 300)), (1100, (300, 300)), (1100, (16, 16, 16, 16)), (900, (5, 40, 9))],
+    ids=[
+        "row-gram-banded",
+        "feature-gram-banded",
+        "feature-gram-equal-widths",
+        "feature-gram-mixed-widths",
+    ],
 )
 def test_hand_written_backward_equals_autograd_at_banded_sizes(
     rows: int, widths: tuple[int, ...]
 ) -> None:
-    # Large enough that the Gram is computed in bands (GRAM_BAND_ROWS) and the standardization's
-    # backward runs on real column statistics; float64 so only the algebra can differ.
+    # The first two cases are large enough that the Gram (B×B, then D×D) is computed in bands of
+    # GRAM_BAND_ROWS; all run the standardization's backward on real column statistics, in float64
+    # so only the algebra can differ.
     generator = torch.Generator().manual_seed(1)
     base = [torch.randn(rows, d, generator=generator, dtype=torch.float64) for d in widths]
     mixing = torch.randn(widths[0], widths[1], generator=generator, dtype=torch.float64)
@@ -203,7 +209,21 @@ def test_sample_rows_sends_gradient_to_the_sampled_rows_only() -> None:
         assert int((z.grad.abs().sum(dim=1) > 0).sum()) == 100
 
 
+def test_double_backward_is_refused_not_silently_wrong() -> None:
+    # The hand-written backward is not itself differentiable (gradgradcheck would get a wrong
+    # Jacobian): a second backward must fail loudly.
+    features = [torch.randn(20, 3, requires_grad=True) for _ in range(3)]
+    weight = torch.ones((), requires_grad=True)
+    (grad,) = torch.autograd.grad(
+        redundancy_all_pairs(features), features[0], grad_outputs=weight, create_graph=True
+    )
+    with pytest.raises(RuntimeError, match="twice"):
+        grad.sum().backward()
+
+
 def test_sample_rows_below_two_is_a_config_error() -> None:
+    with pytest.raises(UserError, match="sample_rows"):
+        RedundancyLoss(sample_rows=1)
     with pytest.raises(ConfigError, match=r"losses\[1\].sample_rows"):
         load_config(
             data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "sample_rows": 1}]}
