@@ -1,7 +1,8 @@
 """``marlplug bench decode``: decode time and accuracy of least squares, peeling and the authors' method.
 
 All methods decode the same float32 results (M=10 agents, N=15 learners, 1e6 parameters per agent by
-default) in one process; medians over repeats, plus each code's worst-case condition number.
+default) in one process; medians over repeats, plus each code's worst-case condition number. On a
+terminal, a progress bar on stderr counts the timed decodes (methods x repeats).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from marlplug.coding.decoding import (
     combine_rows,
     peeling_schedule,
 )
+from marlplug.train.reporting import stderr_progress
 
 TARGET_MS = 50.0
 
@@ -57,6 +59,10 @@ class Case:
     results: list[torch.Tensor]
 
 
+#: A decode method under test: ``(name, code, decode a case)``.
+Method = tuple[str, str, Callable[[Case], torch.Tensor]]
+
+
 def _decode_with(decoder: Decoder, case: Case) -> torch.Tensor:
     for learner, result in zip(case.arrival, case.results, strict=True):
         decoder.add(learner, result)
@@ -76,14 +82,47 @@ def _make_case(
     return Case(code, matrix, arrival, [coded[learner] for learner in arrival])
 
 
-def _time_ms(run: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torch.Tensor]:
+def _time_ms(
+    run: Callable[[], torch.Tensor],
+    repeats: int,
+    after_repeat: Callable[[], None] | None = None,
+) -> tuple[float, torch.Tensor]:
     out = run()  # warm-up, and the output whose error is reported
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         run()
         samples.append((time.perf_counter() - start) * 1e3)
+        if after_repeat is not None:  # outside the timing: a progress bar
+            after_repeat()
     return statistics.median(samples), out
+
+
+def _time_methods(
+    methods: list[Method], cases: dict[str, Case], theta: torch.Tensor, repeats: int
+) -> list[dict[str, Any]]:
+    """One row per ``(name, code, decode)`` method: median decode time and relative error, with a
+    progress bar on stderr (terminals only) over methods x repeats."""
+    theta64_norm = float(theta.double().norm())
+    rows: list[dict[str, Any]] = []
+    with stderr_progress(len(methods) * repeats, label="bench decode") as progress:
+        for method, code, run in methods:
+            case = cases[code]
+            progress.advance(f"{method} on {code}", steps=0)
+            decode_ms, out = _time_ms(functools.partial(run, case), repeats, progress.advance)
+            error = float((out.double() - theta.double()).norm()) / theta64_norm
+            rows.append(
+                {
+                    "name": method,
+                    "code": code,
+                    "decode_ms": round(decode_ms, 2),
+                    "rel_error": error,
+                    "received_condition": matrix_condition(case.matrix[case.arrival]),
+                    "within_target": decode_ms < TARGET_MS,
+                }
+            )
+            del out
+    return rows
 
 
 @click.command()
@@ -131,7 +170,7 @@ def decode(
         for name, scheme in schemes.items()
     }
     inf = float("inf")
-    methods: list[tuple[str, str, Callable[[Case], torch.Tensor]]] = [
+    methods: list[Method] = [
         ("least_squares", "mds", lambda c: _decode_with(LeastSquaresDecoder(c.matrix), c)),
         (
             "authors_first_subset",
@@ -151,23 +190,7 @@ def decode(
             lambda c: first_full_rank_subset_decode(c.matrix, c.arrival, c.results),
         ),
     ]
-    theta64_norm = float(theta.double().norm())
-    rows: list[dict[str, Any]] = []
-    for method, code, run in methods:
-        case = cases[code]
-        decode_ms, out = _time_ms(functools.partial(run, case), repeats)
-        error = float((out.double() - theta.double()).norm()) / theta64_norm
-        rows.append(
-            {
-                "name": method,
-                "code": code,
-                "decode_ms": round(decode_ms, 2),
-                "rel_error": error,
-                "received_condition": matrix_condition(case.matrix[case.arrival]),
-                "within_target": decode_ms < TARGET_MS,
-            }
-        )
-        del out
+    rows = _time_methods(methods, cases, theta, repeats)
     baseline_ms = rows[0]["decode_ms"]  # least squares on mds
     for row in rows:
         row["ratio_to_least_squares_mds"] = round(row["decode_ms"] / baseline_ms, 3)

@@ -5,7 +5,8 @@ Per round the controller takes ``steps_per_iteration`` env steps and samples a m
 real); every active learner's coded update really runs and is timed; the injected delays are added on
 a virtual clock and the round ends when the learners that finished first on that clock can be decoded
 (the decode is real too). Learner compute and the env steps are measured once per round and shared by
-all straggler counts k, so the codes and k values are compared on the same work.
+all straggler counts k, so the codes and k values are compared on the same work. On a terminal, a
+progress bar on stderr counts the rounds (settings x rounds; on the wall clock x codes x k values).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import csv
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from marlplug.distributed.learner import learner_compute
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import UserError
 from marlplug.plugins import get_plugin_manager
+from marlplug.train.reporting import stderr_progress
 
 #: The paper's straggler settings: scenario -> (k values, t_s seconds, adversaries K).
 PAPER_SETTINGS: dict[str, tuple[tuple[int, ...], float, int]] = {
@@ -84,8 +86,12 @@ def measure_setting(
     env_backend: str,
     seed: int,
     algorithm_options: dict[str, Any],
+    after_round: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows ``{scenario, agents, stragglers, code, round_s, ...}`` for every code and k (medians)."""
+    """Rows ``{scenario, agents, stragglers, code, round_s, ...}`` for every code and k (medians).
+
+    ``after_round`` is called after each of the ``rounds`` rounds, outside the timings.
+    """
     program, collector, theta = _warmed_up(setting, env_backend, seed, algorithm_options)
     registry = get_plugin_manager().registry("code")
     schemes = {name: registry[name]() for name in codes}
@@ -146,6 +152,8 @@ def measure_setting(
         theta = program.update(
             theta, agents, batch, [agent_seed(seed, round_index, i) for i in agents]
         )
+        if after_round is not None:
+            after_round()
     rows = []
     for (name, k), values in samples.items():
         rows.append(
@@ -175,8 +183,12 @@ def measure_wall(
     env_backend: str,
     seed: int,
     algorithm_options: dict[str, Any],
+    after_round: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """The same rows from real worker processes (wall clock); for correctness checks and small N."""
+    """The same rows from real worker processes (wall clock); for correctness checks and small N.
+
+    ``after_round`` is called after each round of each code and k, outside the timings.
+    """
     program, collector, theta = _warmed_up(setting, env_backend, seed, algorithm_options)
     registry = get_plugin_manager().registry("code")
     sampler = torch.Generator().manual_seed(seed)
@@ -202,6 +214,8 @@ def measure_wall(
                     collect_s = time.perf_counter() - start
                     _, log = controller.update(theta, batch, round_index)
                     times.append((collect_s + log.round_s, log.round_s))
+                    if after_round is not None:
+                        after_round()
             rows.append(
                 {
                     "scenario": setting.scenario,
@@ -216,6 +230,31 @@ def measure_wall(
                 }
             )
     return rows
+
+
+def paper_settings(scenarios: Sequence[str], agent_counts: Sequence[int]) -> list[Setting]:
+    """The paper's setting of every scenario at every M (at most M - 1 adversaries)."""
+    settings = []
+    for scenario in scenarios:
+        stragglers, delay_s, adversaries = PAPER_SETTINGS[scenario]
+        for agents in agent_counts:
+            adversaries_here = min(adversaries, agents - 1)
+            settings.append(Setting(scenario, agents, stragglers, delay_s, adversaries_here))
+    return settings
+
+
+def timed_rounds(setting: Setting, *, clock: str, codes: int, rounds: int) -> int:
+    """Rounds ``measure_setting`` (``clock="simulated"``: every code and k share a round) or
+    ``measure_wall`` (each code and k runs its own rounds) takes for ``setting``.
+
+    Examples:
+        >>> setting = Setting("keep_away", 8, (0, 5, 8), 1.5, 4)
+        >>> timed_rounds(setting, clock="simulated", codes=5, rounds=3)
+        3
+        >>> timed_rounds(setting, clock="wall", codes=5, rounds=3)
+        45
+    """
+    return rounds if clock == "simulated" else codes * len(setting.stragglers) * rounds
 
 
 # ---------------------------------------------------------------------- comparison with the paper
@@ -428,19 +467,24 @@ def coding(
         )
     options = {"minibatch_size": minibatch_size, "learning_starts": minibatch_size}
     measure = measure_setting if clock == "simulated" else measure_wall
+    settings, chosen_codes = paper_settings(chosen, counts), list(codes) or list(CODES)
+    total = sum(
+        timed_rounds(setting, clock=clock, codes=len(chosen_codes), rounds=rounds)
+        for setting in settings
+    )
     rows: list[dict[str, Any]] = []
-    for scenario in chosen:
-        ks, delay_s, adversaries = PAPER_SETTINGS[scenario]
-        for agents in counts:
-            setting = Setting(scenario, agents, ks, delay_s, min(adversaries, agents - 1))
+    with stderr_progress(total, label="bench coding") as progress:
+        for setting in settings:
+            progress.advance(f"{setting.scenario} M={setting.agents}", steps=0)
             rows += measure(
                 setting,
-                codes=list(codes) or list(CODES),
+                codes=chosen_codes,
                 learners=learners,
                 rounds=rounds,
                 env_backend=env_backend,
                 seed=seed,
                 algorithm_options=options,
+                after_round=progress.advance,
             )
     paper = read_reference(reference) if reference.is_file() else []
     if plot is not None:

@@ -3,7 +3,8 @@
 Both backends run the same scenario and agent count side by side in one process: the envs are
 built once, warmed up, then timed in interleaved trials (mpe, vmas, vmas, mpe, ...), so load
 from other processes on a shared machine hits both alike. Each row reports the median over
-its trials and VMAS's speed-up over PettingZoo/mpe (``ratio``, median over median).
+its trials and VMAS's speed-up over PettingZoo/mpe (``ratio``, median over median). On a terminal,
+a progress bar on stderr counts the timed trials (scenarios x agent counts x backends x trials).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -18,6 +20,7 @@ import torch
 from torchrl.envs import EnvBase
 
 from marlplug.envs.factory import available_envs, make_env
+from marlplug.train.reporting import stderr_progress
 
 SCENARIOS = ("cooperative_navigation", "predator_prey", "physical_deception", "keep_away")
 BACKENDS = ("mpe", "vmas")
@@ -51,11 +54,13 @@ def compare(
     steps: int,
     trials: int,
     vmas_envs: int,
+    after_trial: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Interleaved trials of every backend on one scenario; one row per backend.
 
     Trial ``t`` runs the backends in order when ``t`` is even and in reverse when odd, so
     neither always goes first. Each row carries its per-trial rates and the median.
+    ``after_trial`` is called after each backend's timed trial, outside the timing.
     """
     num_envs = {backend: vmas_envs if backend == "vmas" else 1 for backend in backends}
     envs, states = {}, {}
@@ -76,6 +81,8 @@ def compare(
             for backend in backends if trial % 2 == 0 else tuple(reversed(backends)):
                 seconds, states[backend] = time_steps(envs[backend], states[backend], steps)
                 rates[backend].append(num_envs[backend] * steps / seconds)
+                if after_trial is not None:
+                    after_trial()
     for env in envs.values():
         env.close()
     medians = {backend: statistics.median(values) for backend, values in rates.items()}
@@ -108,6 +115,7 @@ def run_benchmark(
 
     ``ratio`` is VMAS's median over mpe's median for the same scenario and agent count (``None``
     when only one backend is installed). ``threads`` sets torch's intra-op threads for the run.
+    A progress bar on stderr (terminals only) counts the timed trials.
 
     Examples:
         >>> rows = run_benchmark(agents=(2,), scenarios=("keep_away",), steps=2, trials=1,
@@ -119,18 +127,22 @@ def run_benchmark(
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
+    total = len(scenarios) * len(agents) * len(backends) * trials
     try:
         rows: list[dict[str, Any]] = []
-        for scenario in scenarios:
-            for count in agents:
-                rows += compare(
-                    scenario,
-                    count,
-                    backends=backends,
-                    steps=steps,
-                    trials=trials,
-                    vmas_envs=vmas_envs,
-                )
+        with stderr_progress(total, label="bench envs") as progress:
+            for scenario in scenarios:
+                for count in agents:
+                    progress.advance(f"{scenario} M={count}", steps=0)
+                    rows += compare(
+                        scenario,
+                        count,
+                        backends=backends,
+                        steps=steps,
+                        trials=trials,
+                        vmas_envs=vmas_envs,
+                        after_trial=progress.advance,
+                    )
     finally:
         torch.set_num_threads(previous)
     for row in rows:

@@ -3,6 +3,7 @@
 (a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
 (b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product.
 All implementations of one row are timed in interleaved rounds (medians), so load changes hit them alike.
+On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from marlplug.losses.redundancy import (
     standardize_columns,
 )
 from marlplug.models import GroupSpec, JointActorCritic
+from marlplug.train.reporting import stderr_progress
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
 
@@ -39,11 +41,16 @@ def median_ms(function: Callable[[], object], *, repeats: int, warmup: int = 2) 
 
 
 def interleaved_median_ms(
-    functions: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 2
+    functions: dict[str, Callable[[], object]],
+    *,
+    repeats: int,
+    warmup: int = 2,
+    after_round: Callable[[], None] | None = None,
 ) -> dict[str, float]:
     """Median wall time (ms) of each function, timed in interleaved rounds.
 
     Every round runs each function once, so a change in machine load hits all of them alike.
+    ``after_round`` is called after each timed round, outside the timings (e.g. a progress bar).
     """
     for _ in range(warmup):
         for function in functions.values():
@@ -54,6 +61,8 @@ def interleaved_median_ms(
             start = time.perf_counter()
             function()
             times[name].append((time.perf_counter() - start) * 1e3)
+        if after_round is not None:
+            after_round()
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -143,9 +152,15 @@ def _agent_batches(batch: TensorDict) -> list[TensorDict]:
 
 
 def measure(
-    n_agents: int, *, rows: int = 1000, hidden: int = 64, repeats: int = 10
+    n_agents: int,
+    *,
+    rows: int = 1000,
+    hidden: int = 64,
+    repeats: int = 10,
+    after_round: Callable[[], None] | None = None,
 ) -> dict[str, float]:
-    """One row of the benchmark: timings (ms) for ``n_agents`` agents."""
+    """One row of the benchmark: timings (ms) for ``n_agents`` agents; ``after_round`` is called
+    after each of the ``repeats`` timed rounds."""
     torch.manual_seed(0)
     model = JointActorCritic(
         [
@@ -202,6 +217,7 @@ def measure(
             "floor": backward(lambda: gram_floor(standardized)),
         },
         repeats=repeats,
+        after_round=after_round,
     )
     joint_ms, separate_ms = timings["joint"], timings["separate"]
     redundancy_ms, pairloop_ms, floor_ms = (
@@ -244,10 +260,14 @@ def loss(
 ) -> None:
     """JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor."""
     torch.set_num_threads(threads)
-    results = [
-        {**measure(m, rows=rows, hidden=hidden, repeats=repeats), "threads": threads}
-        for m in agent_counts
-    ]
+    results = []
+    with stderr_progress(len(agent_counts) * repeats, label="bench loss") as progress:
+        for m in agent_counts:
+            progress.advance(f"M={m}", steps=0)
+            row = measure(
+                m, rows=rows, hidden=hidden, repeats=repeats, after_round=progress.advance
+            )
+            results.append({**row, "threads": threads})
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return

@@ -3,7 +3,8 @@
 The plain pipeline is written the way TorchRL's multi-agent PPO tutorial writes it (MultiAgentMLP
 policy and centralized critic, ClipPPOLoss, GAE, Collector, ReplayBuffer, Adam), on the same env,
 PPO settings, network sizes, epochs, minibatches, torch threads and frame budget. Trials alternate
-which side runs first; medians are reported with every trial's numbers.
+which side runs first; medians are reported with every trial's numbers. On a terminal, a progress bar
+on stderr counts the runs (trials x sides).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torchrl.objectives import ClipPPOLoss, ValueEstimators
 
 from marlplug.config import load_config
 from marlplug.envs import make_env
+from marlplug.train.reporting import stderr_progress
 from marlplug.train.run import run_training
 from marlplug.train.trainer import episode_returns
 
@@ -243,13 +245,16 @@ def train(
         epochs=epochs,
     )
     runs: dict[str, list[tuple[float, float | None]]] = {"marlplug": [], "torchrl": []}
-    for trial in range(trials):
-        order = ["marlplug", "torchrl"] if trial % 2 == 0 else ["torchrl", "marlplug"]
-        for side in order:
-            if side == "marlplug":
-                runs[side].append(marlplug_train(settings, seed=seed + trial, threads=threads))
-            else:
-                runs[side].append(plain_torchrl_mappo(settings, seed=seed + trial))
+    with stderr_progress(trials * len(runs), label="bench train") as progress:
+        for trial in range(trials):
+            order = ["marlplug", "torchrl"] if trial % 2 == 0 else ["torchrl", "marlplug"]
+            for side in order:
+                progress.advance(f"trial {trial + 1}/{trials}: {side}", steps=0)
+                if side == "marlplug":
+                    runs[side].append(marlplug_train(settings, seed=seed + trial, threads=threads))
+                else:
+                    runs[side].append(plain_torchrl_mappo(settings, seed=seed + trial))
+                progress.advance()
     marlplug_fps = statistics.median(fps for fps, _ in runs["marlplug"])
     torchrl_fps = statistics.median(fps for fps, _ in runs["torchrl"])
     out = {

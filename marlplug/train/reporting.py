@@ -1,18 +1,23 @@
-"""Where a run's numbers go: TorchRL loggers (CSV or TensorBoard), a progress bar, a learning curve,
-the rounds log of coded runs."""
+"""Where a run's numbers go: TorchRL loggers (CSV or TensorBoard), progress bars (training and
+benchmarks), a learning curve, the rounds log of coded runs."""
 
 from __future__ import annotations
 
 import csv
 import io
+import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from torchrl.record.loggers import CSVLogger, Logger
 
 from marlplug.errors import UserError
 from marlplug.train.checkpoint import write_atomically
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def make_logger(backend: str, run_dir: Path, *, keep_before: int) -> Logger:
@@ -160,6 +165,153 @@ class RunTotals:
         return self.history[-1][1] if self.history else None
 
 
+#: Least seconds between two redraws of a bar drawn only in ``advance`` (a bench's): its steps can be
+#: milliseconds apart, and a redraw costs about a millisecond.
+REDRAW_EVERY_S = 0.1
+
+
+class StepProgress:
+    """A rich progress bar over ``total`` steps of long work, or nothing when ``show`` is false.
+
+    The one progress display of marlplug: training runs (:class:`ProgressBar`) and the benchmarks
+    (:func:`stderr_progress`). A context manager; ``advance()`` counts steps done and can replace the
+    text after the count.
+
+    Args:
+        show: draw the bar.
+        total: steps in the whole run.
+        completed: steps already done (a resumed run).
+        label: the word in front of the bar.
+        description: the text after the count until an ``advance`` replaces it.
+        console: where to draw (default: rich's console, on stdout).
+        redraw_every_s: ``None``: a background thread redraws ten times a second (rich's default).
+            A number: the bar is redrawn only inside ``advance``, at most that often (always on the
+            last step and on a new description without a step), so nothing runs between two calls,
+            e.g. while a benchmark times something.
+        transient: erase the bar when done.
+        redirect_stdout: while the bar is drawn, print what is written to ``sys.stdout`` above it
+            (through ``console``); leave off when stdout goes elsewhere than the bar (a pipe).
+
+    Examples:
+        >>> import io
+        >>> from rich.console import Console
+        >>> screen = io.StringIO()
+        >>> console = Console(file=screen, force_terminal=True, width=80, color_system=None)
+        >>> with StepProgress(True, 2, label="bench", console=console, redraw_every_s=0) as progress:
+        ...     progress.advance("round 1")
+        ...     progress.advance("round 2")
+        >>> "2/2 round 2" in screen.getvalue()
+        True
+    """
+
+    def __init__(
+        self,
+        show: bool,
+        total: int,
+        *,
+        completed: int = 0,
+        label: str,
+        description: str = "",
+        console: Console | None = None,
+        redraw_every_s: float | None = None,
+        transient: bool = False,
+        redirect_stdout: bool = True,
+    ) -> None:
+        self.show, self.total, self.done, self.label = show, total, completed, label
+        self.description, self.console = description, console
+        self.redraw_every_s, self.transient = redraw_every_s, transient
+        self.redirect_stdout = redirect_stdout
+        self.bar: Any = None
+        self.task: Any = None
+        self.last_redraw = 0.0
+
+    def __enter__(self) -> StepProgress:
+        if self.show:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn(f"[bold]{self.label}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                TimeRemainingColumn(),
+                console=self.console,
+                auto_refresh=self.redraw_every_s is None,
+                transient=self.transient,
+                redirect_stdout=self.redirect_stdout,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=self.total, completed=self.done)
+            self.last_redraw = time.monotonic()
+        return self
+
+    def advance(self, description: str | None = None, *, steps: int = 1) -> None:
+        """Count ``steps`` more done (0: only show a new ``description``, e.g. the next phase)."""
+        self.done += steps
+        if self.bar is None:
+            return
+        self.bar.update(self.task, advance=steps, description=description)
+        if self.redraw_every_s is not None and self._redraw_due(steps):
+            self.bar.refresh()
+            self.last_redraw = time.monotonic()
+
+    def _redraw_due(self, steps: int) -> bool:
+        # The last step and a new phase always show; steps in between at most every redraw_every_s.
+        waited = time.monotonic() - self.last_redraw
+        return steps == 0 or self.done >= self.total or waited >= (self.redraw_every_s or 0.0)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def stderr_progress(total: int, *, label: str) -> StepProgress:
+    """The progress bar of a benchmark (``marlplug bench ...``): on stderr, so ``--json`` on stdout
+    stays clean, and only when stderr is an interactive terminal.
+
+    Rich alone would print the finished bar (or an empty line) once to a file or pipe, and it takes
+    ``FORCE_COLOR`` (set in many CI setups) for a terminal; so stderr must also be a real TTY, and
+    neither ``TERM=dumb`` nor ``TTY_COMPATIBLE=0``. The bar is redrawn only in ``advance``, at most
+    every :data:`REDRAW_EVERY_S` and never from a thread, so call ``advance`` between timed sections
+    and the timings stay the program's own. It is erased when done.
+
+    Examples:
+        >>> with stderr_progress(3, label="bench demo") as progress:  # stderr is no TTY here
+        ...     progress.show
+        False
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    return StepProgress(
+        _is_interactive(console),
+        total,
+        label=label,
+        console=console,
+        redraw_every_s=REDRAW_EVERY_S,
+        transient=True,
+        # A pipe or file on stdout keeps its bytes; on the same terminal, prints go above the bar.
+        redirect_stdout=_isatty(sys.stdout),
+    )
+
+
+def _is_interactive(console: Console) -> bool:
+    return console.is_terminal and not console.is_dumb_terminal and _isatty(console.file)
+
+
+def _isatty(stream: IO[str] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 class ProgressBar:
     """A rich progress bar with the live mean return, or nothing when ``show`` is false.
 
@@ -178,45 +330,23 @@ class ProgressBar:
     """
 
     def __init__(self, show: bool, total: int, completed: int, *, label: str = "train") -> None:
-        self.show, self.total, self.completed, self.label = show, total, completed, label
-        self.bar: Any = None
-        self.task: Any = None
+        self.steps = StepProgress(
+            show, total, completed=completed, label=label, description="mean return: -"
+        )
         self.latest = "-"
 
     def __enter__(self) -> Callable[[float | None], None]:
-        if self.show:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(
-                TextColumn(f"[bold]{self.label}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.description}"),
-                TimeRemainingColumn(),
-                transient=False,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task(
-                "mean return: -", total=self.total, completed=self.completed
-            )
+        self.steps.__enter__()
         return self.advance
 
     def advance(self, mean_return: float | None) -> None:
         """Count one step done and show ``mean_return`` (kept from before when there is none)."""
         if mean_return is not None and mean_return == mean_return:  # not NaN
             self.latest = f"{mean_return:.3f}"
-        if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=f"mean return: {self.latest}")
+        self.steps.advance(f"mean return: {self.latest}")
 
     def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        self.steps.__exit__(*exc)
 
 
 def summary_lines(

@@ -41,6 +41,8 @@ def test_bench_train_json() -> None:
     )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
+    # stderr is a pipe here, no terminal: no progress bar, not even rich's last frame.
+    assert "bench train" not in result.stderr and "\x1b[" not in result.stderr
     assert out["trials"] == 2 and out["torch_threads"] == 1 and out["frames_per_trial"] == 50
     assert len(out["marlplug_trials_fps"]) == len(out["torchrl_trials_fps"]) == 2
     assert out["marlplug_fps"] == pytest.approx(

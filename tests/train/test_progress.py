@@ -1,0 +1,68 @@
+"""The progress bars of ``marlplug.train.reporting``: training's ``ProgressBar`` and the benchmarks'
+``stderr_progress``, both built on ``StepProgress``."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from marlplug.train.reporting import ProgressBar, StepProgress, stderr_progress
+
+
+def terminal() -> tuple[Console, io.StringIO]:
+    """A console that rich treats as a terminal, drawing plain text into a string."""
+    screen = io.StringIO()
+    return Console(file=screen, force_terminal=True, width=100, color_system=None), screen
+
+
+def counts(screen: io.StringIO) -> list[str]:
+    """The ``done/total`` of every frame drawn so far."""
+    return re.findall(r"(\d+/\d+)", screen.getvalue())
+
+
+def test_hidden_bar_draws_nothing_but_counts() -> None:
+    console, screen = terminal()
+    with StepProgress(False, 3, label="bench", console=console, redraw_every_s=0) as progress:
+        progress.advance("a")
+        progress.advance(steps=2)
+    assert screen.getvalue() == ""
+    assert progress.done == 3
+
+
+def test_redraws_are_spaced_out_but_the_last_step_and_a_new_phase_always_show() -> None:
+    console, screen = terminal()
+    with StepProgress(True, 5, label="bench", console=console, redraw_every_s=3600) as progress:
+        for _ in range(3):
+            progress.advance()
+        assert counts(screen) == ["0/5"]  # only the first frame: the 3 steps came too soon
+        progress.advance("phase two", steps=0)
+        assert counts(screen)[-1] == "3/5" and "phase two" in screen.getvalue()
+        progress.advance()
+        assert counts(screen)[-1] == "3/5"
+        progress.advance()
+        assert counts(screen)[-1] == "5/5"
+
+
+def test_bench_bar_stays_off_when_stderr_is_not_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FORCE_COLOR alone makes rich treat any file as a terminal (CI setups set it for colours);
+    # a pipe or file must still get no bar, not even rich's final frame or blank line.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    with stderr_progress(2, label="bench demo") as progress:
+        progress.advance("one")
+        progress.advance("two")
+    assert not progress.show
+    assert capsys.readouterr() == ("", "")
+
+
+def test_training_bar_keeps_the_last_mean_return(capsys: pytest.CaptureFixture[str]) -> None:
+    # Training's bar as before: on stdout, and rich prints its last frame to a non-terminal.
+    with ProgressBar(True, total=3, completed=1) as advance:
+        advance(-1.5)
+        advance(float("nan"))
+    out = capsys.readouterr().out
+    assert "train" in out and "3/3" in out and "mean return: -1.500" in out
