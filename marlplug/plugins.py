@@ -19,6 +19,7 @@ import pluggy
 
 from marlplug import hookspecs
 from marlplug.errors import PluginError, UserError
+from marlplug.switches import env_flag
 
 ENTRY_POINT_GROUP = "marlplug"
 STRICT_ENV_VAR = "MARLPLUG_STRICT_PLUGINS"
@@ -133,10 +134,6 @@ class PluginInfo:
         }
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 def _disabled_names() -> set[str]:
     return {n.strip() for n in os.environ.get(DISABLE_ENV_VAR, "").split(",") if n.strip()}
 
@@ -164,7 +161,7 @@ class PluginManager:
     ) -> PluginManager:
         """Load every installed plugin; settings default to the environment variables."""
         manager = cls(
-            strict=_env_flag(STRICT_ENV_VAR) if strict is None else strict,
+            strict=env_flag(STRICT_ENV_VAR) if strict is None else strict,
             disabled=_disabled_names() if disabled is None else disabled,
         )
         for entry_point in sorted(

@@ -2,7 +2,7 @@
 
 A PyTorch CPU training step allocates and frees the same multi-megabyte activations and gradients
 every time. glibc serves blocks above its mmap threshold with fresh ``mmap`` pages and trims the heap
-back to the OS on ``free``, so every step touches new pages: at 32 agents that is ~15% of a joint PPO
+back to the OS on ``free``, so every step touches new pages: at 32 agents that is ~17% of a joint PPO
 step (``marlplug bench loss``). Raising both thresholds keeps the memory for reuse, as jemalloc and
 tcmalloc do (what PyTorch's CPU performance guides recommend preloading). The cost: the process keeps
 its peak heap until exit.
@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+
+from marlplug.switches import env_flag
 
 #: glibc's ``mallopt`` parameter numbers (malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -38,7 +40,7 @@ def keep_freed_memory() -> bool:
         >>> keep_freed_memory()  # doctest: +SKIP
         True
     """
-    if os.environ.get("MARLPLUG_MALLOC_TUNING", "1") == "0":
+    if not env_flag("MARLPLUG_MALLOC_TUNING", default=True):
         return False
     if any(name in os.environ for name in _USER_SETTINGS):
         return False

@@ -15,6 +15,7 @@ import click
 
 from marlplug.cli.allocator import keep_freed_memory
 from marlplug.errors import UserError
+from marlplug.switches import env_flag
 
 
 class LazyGroup(click.Group):
@@ -61,7 +62,7 @@ def cli(debug: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and turn user mistakes into exit status 2 with a short message."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args or os.environ.get("MARLPLUG_DEBUG", "") not in {"", "0"}
+    debug = "--debug" in args or env_flag("MARLPLUG_DEBUG")
     # TorchRL logs INFO lines to stdout, which would corrupt `--json` output; read at its import.
     os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
     keep_freed_memory()

@@ -139,23 +139,35 @@ class _CrossBlockEnergy(torch.autograd.Function):
             [concatenated.new_full((width,), 1.0 / math.sqrt(width)) for width in widths]
         )
         scaled = (concatenated - mean).mul_(inv_std * column_scale)
+        ctx.widths = widths
         # ‖YᵀY‖_F = ‖YYᵀ‖_F: take the smaller Gram.
-        feature_side = scaled.shape[1] <= scaled.shape[0]
-        gram = symmetric_gram(scaled.T if feature_side else scaled)
-        blocks = _agent_blocks(scaled, widths)
-        own = _own_grams(blocks)
+        ctx.feature_side = scaled.shape[1] <= scaled.shape[0]
+        if ctx.feature_side:
+            # YᵀY's diagonal blocks are the agents' own Y_iᵀY_i: zeroing them leaves exactly the
+            # cross blocks, so neither the energy nor its gradient needs a subtraction.
+            gram = symmetric_gram(scaled.T)
+            edges = [0, *itertools.accumulate(widths)]
+            for start, stop in itertools.pairwise(edges):
+                gram[start:stop, start:stop] = 0.0
+            ctx.save_for_backward(scaled, gram, inv_std, column_scale)
+            return gram.square().sum()
+        gram = symmetric_gram(scaled)
+        own = _own_grams(_agent_blocks(scaled, widths))
         ctx.save_for_backward(scaled, gram, inv_std, column_scale, own)
-        ctx.feature_side, ctx.widths = feature_side, widths
-        # A difference of two large sums: square-and-sum keeps float32 to ~1e-7 (vector_norm()²
-        # loses about 100x that on a 1000x1000 Gram).
+        # A difference of two large sums (B ≤ Σd_i keeps them comparable to the result):
+        # square-and-sum keeps float32 to ~1e-7, where vector_norm()² loses about 100x that.
         return gram.square().sum() - own.square().sum()
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        scaled, gram, inv_std, column_scale, own = ctx.saved_tensors
-        grad = scaled @ gram if ctx.feature_side else gram @ scaled
-        _subtract_own_products(grad, _agent_blocks(scaled, ctx.widths), own)
+        if ctx.feature_side:
+            scaled, cross_gram, inv_std, column_scale = ctx.saved_tensors
+            grad = scaled @ cross_gram
+        else:
+            scaled, gram, inv_std, column_scale, own = ctx.saved_tensors
+            grad = gram @ scaled
+            _subtract_own_products(grad, _agent_blocks(scaled, ctx.widths), own)
         grad.mul_(4.0 * grad_output)
         # Back through the standardization: dZ = r·c·(dY − mean(dY)) − (r/c)·Y·mean(dY·Y).
         projection = (grad * scaled).mean(dim=0, keepdim=True)

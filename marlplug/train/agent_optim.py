@@ -7,6 +7,7 @@ and neither its parameters nor its optimizer state (step count included) move.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -160,8 +161,8 @@ class AgentAdam(torch.optim.Optimizer):
     keeping the step count per agent makes that hold even when some agents skip a step. Each
     ``param_group`` is one agent group (``{"params": [...], "agent_group": name}``). Each group takes
     one call of torch's fused Adam kernel (one pass over memory instead of about ten): whole tensors
-    while every agent steps in lockstep (the usual case), else each stepping agent's slice with its
-    own step count. Parameters must be contiguous.
+    while every agent steps in lockstep (the usual case), else one slice per run of consecutive
+    stepping agents that share a step count. Parameters must be contiguous.
 
     Args:
         params: an iterable of :class:`AgentGroupParameters` or of param-group dicts.
@@ -211,33 +212,54 @@ class AgentAdam(torch.optim.Optimizer):
             for param in group["params"]:
                 if param.grad is None:
                     continue
-                mask = torch.ones(param.shape[0], dtype=torch.bool)
+                n_agents = param.shape[0]
+                mask = torch.ones(n_agents, dtype=torch.bool)
                 if active is not None and isinstance(name, str) and name in active:
                     mask = active[name].to(torch.bool)
+                    if mask.shape != (n_agents,):
+                        raise UserError(
+                            f"AgentAdam: active[{name!r}] has shape {tuple(mask.shape)}; the "
+                            f"group has {n_agents} agents"
+                        )
                 batch.add(param, self._state_of(param), mask)
             batch.step(group)
 
     def _state_of(self, param: torch.Tensor) -> dict[str, torch.Tensor]:
         state = self.state[param]
         if not state:
-            if not param.is_contiguous():
-                # The fused kernel pairs elements in memory order, which must be the same for the
-                # parameter, its gradient and its moments.
-                raise UserError(
-                    f"AgentAdam needs contiguous parameters, got strides {param.stride()}"
-                )
             state["step"] = torch.zeros(param.shape[0], dtype=torch.float32)
             state["exp_avg"] = torch.zeros_like(param)
             state["exp_avg_sq"] = torch.zeros_like(param)
+        # The fused kernel pairs elements in memory order, so the parameter and its moments must be
+        # laid out alike (checked every step: loaded or hand-written state skips the creation above).
+        if not all(t.is_contiguous() for t in (param, state["exp_avg"], state["exp_avg_sq"])):
+            raise UserError(
+                f"AgentAdam needs contiguous parameters and moments, got parameter strides "
+                f"{param.stride()}"
+            )
         return state
+
+
+def _lockstep_runs(mask: torch.Tensor, steps: torch.Tensor) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of consecutive stepping agents that share one step count.
+
+    Examples:
+        >>> _lockstep_runs(torch.tensor([True, True, False, True]), torch.tensor([3.0, 3, 3, 2]))
+        [(0, 2), (3, 4)]
+    """
+    n_agents = mask.shape[0]
+    changes = (mask[1:] != mask[:-1]) | (steps[1:] != steps[:-1])
+    edges = [0, *(torch.nonzero(changes).flatten() + 1).tolist(), n_agents]
+    return [(start, stop) for start, stop in itertools.pairwise(edges) if bool(mask[start])]
 
 
 class _FusedBatch:
     """The tensors of one param group for a single call of torch's fused Adam kernel.
 
-    A tensor whose agents all step and share one step count goes in whole; otherwise each active
-    agent's slice goes in with its own step count (a view into ``state["step"]``, which the kernel
-    increments in place), and inactive agents are left out, so nothing of theirs moves.
+    Each run of consecutive stepping agents that share a step count goes in as one slice with a
+    copy of that count (the whole tensor while every agent steps in lockstep, the usual case);
+    agents that do not step are left out, so nothing of theirs moves. The kernel increments its
+    step copies; :meth:`step` then adds one to every stepping agent's own count.
     """
 
     def __init__(self) -> None:
@@ -246,32 +268,19 @@ class _FusedBatch:
         self.exp_avgs: list[torch.Tensor] = []
         self.exp_avg_sqs: list[torch.Tensor] = []
         self.steps: list[torch.Tensor] = []
-        self.whole: list[dict[str, torch.Tensor]] = []
+        self.stepped: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def add(self, param: torch.Tensor, state: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
         assert param.grad is not None
         grad = param.grad.contiguous()  # the kernel walks param and grad in the same flat order
         steps = state["step"]
-        if bool(mask.all()) and bool((steps == steps[0]).all()):
-            self._append(param, grad, state["exp_avg"], state["exp_avg_sq"], steps[0].clone())
-            self.whole.append(state)
-            return
-        for agent in torch.nonzero(mask).flatten().tolist():
-            self._append(
-                param[agent],
-                grad[agent],
-                state["exp_avg"][agent],
-                state["exp_avg_sq"][agent],
-                steps[agent],
-            )
-
-    def _append(self, *tensors: torch.Tensor) -> None:
-        for bucket, tensor in zip(
-            (self.params, self.grads, self.exp_avgs, self.exp_avg_sqs, self.steps),
-            tensors,
-            strict=True,
-        ):
-            bucket.append(tensor)
+        for start, stop in _lockstep_runs(mask, steps):
+            self.params.append(param[start:stop])
+            self.grads.append(grad[start:stop])
+            self.exp_avgs.append(state["exp_avg"][start:stop])
+            self.exp_avg_sqs.append(state["exp_avg_sq"][start:stop])
+            self.steps.append(steps[start].clone())
+        self.stepped.append((steps, mask))
 
     def step(self, group: dict[str, Any]) -> None:
         if not self.params:
@@ -293,5 +302,5 @@ class _FusedBatch:
             eps=group["eps"],
             maximize=False,
         )
-        for state in self.whole:  # their kernel step counts were copies
-            state["step"] = state["step"] + 1.0
+        for steps, mask in self.stepped:
+            steps.add_(mask.to(steps.dtype))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,8 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write`` on a temporary file beside ``path``, fsync it and move it into place.
 
     A reader, or a run that crashes meanwhile, sees the old file or the new one, never half of one.
+    The file keeps the mode it had (a new one gets the umask's), and a symlink's target is replaced,
+    not the link.
 
     Examples:
         >>> import tempfile
@@ -54,9 +57,12 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         >>> write_atomically(target, lambda stream: stream.write(b"done")).read_text()
         'done'
     """
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _default_file_mode()
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
+        os.fchmod(handle, mode)  # mkstemp makes the file private (0600)
         with os.fdopen(handle, "wb") as stream:
             write(stream)
             stream.flush()
@@ -65,7 +71,27 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    _fsync_directory(path.parent)  # the rename itself survives a power loss
     return path
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:  # a platform or file system that cannot open directories
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -107,13 +108,28 @@ def restart_rounds_csv(
     kept: list[dict[str, str]] = []
     if keep_before > 0 and path.is_file():
         with path.open(newline="") as handle:
-            kept = [row for row in csv.DictReader(handle) if int(row[key]) < keep_before]
+            # A row with missing fields is the torn end of a write cut short by a crash.
+            kept = [
+                row
+                for row in csv.DictReader(handle)
+                if None not in row.values() and int(row[key]) < keep_before
+            ]
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(columns), restval="", extrasaction="ignore")
     writer.writeheader()
     writer.writerows(kept)
     _write_text_atomically(path, text.getvalue())
     return len(kept)
+
+
+def _scalar_step(line: str) -> float:
+    """The step of a ``step,value`` line; infinity (dropped) for a line that is not one, such as
+    the torn end of a write cut short by a crash (the step is written first)."""
+    step, comma, _ = line.partition(",")
+    try:
+        return float(step) if comma else math.inf
+    except ValueError:
+        return math.inf
 
 
 def restart_scalar_csvs(scalars_dir: Path, keep_before: int) -> int:
@@ -137,9 +153,7 @@ def restart_scalar_csvs(scalars_dir: Path, keep_before: int) -> int:
     kept = 0
     for path in sorted(scalars_dir.rglob("*.csv")):
         lines = path.read_text().splitlines()
-        # A line without a comma is the torn end of a write cut short by a crash (the step is
-        # written first): it belongs to a step after the checkpoint, so it goes too.
-        rows = [line for line in lines if "," in line and int(line.split(",", 1)[0]) < keep_before]
+        rows = [line for line in lines if _scalar_step(line) < keep_before]
         if len(rows) < len(lines):
             _write_text_atomically(path, "".join(f"{row}\n" for row in rows))
         kept += len(rows)
@@ -302,7 +316,7 @@ def stderr_progress(total: int, *, label: str) -> StepProgress:
 
 
 def _is_interactive(console: Console) -> bool:
-    return console.is_terminal and not console.is_dumb_terminal and _isatty(console.file)
+    return console.is_interactive and _isatty(console.file)
 
 
 def _isatty(stream: IO[str] | None) -> bool:

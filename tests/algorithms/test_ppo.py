@@ -97,6 +97,35 @@ def test_non_contiguous_parameters_are_refused() -> None:
         optimizer.step()
 
 
+def test_an_active_mask_of_the_wrong_length_is_refused() -> None:
+    param = nn.Parameter(torch.zeros(2, 3))
+    optimizer = AgentAdam([AgentGroupParameters("agent", 2, [param])], lr=0.1)
+    param.grad = torch.ones(2, 3)
+    with pytest.raises(UserError, match=r"active\['agent'\] has shape \(3,\)"):
+        optimizer.step(active={"agent": torch.tensor([True, False, True])})
+
+
+def test_agents_out_of_lockstep_each_equal_their_own_adam() -> None:
+    # Runs of agents with different step counts go through the fused kernel as separate slices.
+    torch.manual_seed(1)
+    stacked = nn.Parameter(torch.randn(5, 4))
+    singles = [nn.Parameter(stacked[i].detach().clone()) for i in range(5)]
+    joint = AgentAdam([AgentGroupParameters("agent", 5, [stacked])], lr=1e-2)
+    separate = [torch.optim.Adam([p], lr=1e-2, foreach=False) for p in singles]
+    masks = [[1, 1, 1, 1, 1], [1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 1, 1, 1], [1, 1, 0, 1, 1]]
+    for mask in masks:
+        grad = torch.randn(5, 4)
+        stacked.grad = grad.clone()
+        joint.step(active={"agent": torch.tensor(mask, dtype=torch.bool)})
+        for i, on in enumerate(mask):
+            if on:
+                singles[i].grad = grad[i].clone()
+                separate[i].step()
+    assert joint.state[stacked]["step"].tolist() == [4.0, 4.0, 4.0, 4.0, 4.0]
+    for i in range(5):
+        torch.testing.assert_close(stacked[i], singles[i], atol=1e-7, rtol=1e-6)
+
+
 def test_a_large_but_finite_gradient_is_clipped_not_skipped() -> None:
     param = nn.Parameter(torch.zeros(2, 1000))
     param.grad = torch.cat([torch.full((1, 1000), 1e19), torch.ones(1, 1000)])

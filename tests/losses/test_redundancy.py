@@ -228,3 +228,15 @@ def test_sample_rows_below_two_is_a_config_error() -> None:
         load_config(
             data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "sample_rows": 1}]}
         )
+
+
+@pytest.mark.parametrize(("rows", "agents", "width"), [(16384, 4, 8), (1000, 32, 64)])
+def test_float32_value_is_accurate_for_tall_and_wide_batches(
+    rows: int, agents: int, width: int
+) -> None:
+    # Tall (B ≫ Σd, the feature-side Gram) and wide (B < Σd, the row-side Gram): a float32 value
+    # within 1e-6 of the float64 pair loop, where a difference of two large sums lost ~1e-5.
+    generator = torch.Generator().manual_seed(0)
+    features = [torch.randn(rows, width, generator=generator) for _ in range(agents)]
+    expected = float(redundancy_pair_loop([z.double() for z in features]))
+    assert float(redundancy_all_pairs(features)) == pytest.approx(expected, rel=1e-6)

@@ -1,0 +1,51 @@
+"""Log rewrites on resume: atomic, mode-preserving, and robust to the torn last line of a crash."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from marlplug.train.checkpoint import write_atomically
+from marlplug.train.reporting import restart_rounds_csv, restart_scalar_csvs
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_rewritten_file_keeps_its_mode_and_a_new_one_gets_the_umasks(tmp_path: Path) -> None:
+    shared = tmp_path / "rounds.csv"
+    shared.write_text("old\n")
+    shared.chmod(0o664)
+    write_atomically(shared, lambda stream: stream.write(b"new\n"))
+    assert shared.read_text() == "new\n" and _mode(shared) == 0o664
+
+    umask = os.umask(0o027)
+    try:
+        fresh = write_atomically(tmp_path / "fresh.csv", lambda stream: stream.write(b"x"))
+    finally:
+        os.umask(umask)
+    assert _mode(fresh) == 0o640  # not mkstemp's 0600
+
+
+def test_a_symlinked_log_is_rewritten_through_the_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    write_atomically(link, lambda stream: stream.write(b"new\n"))
+    assert link.is_symlink() and target.read_text() == "new\n"
+
+
+def test_torn_and_foreign_lines_are_dropped(tmp_path: Path) -> None:
+    rounds = tmp_path / "rounds.csv"
+    rounds.write_text("iteration,s,t\n0,a,b\n1,c,d\n2,e,f\n1\n")  # a crash cut the last row short
+    assert restart_rounds_csv(rounds, ["iteration", "s", "t"], 5) == 3
+    assert rounds.read_text().split() == ["iteration,s,t", "0,a,b", "1,c,d", "2,e,f"]
+
+    scalars = tmp_path / "scalars"
+    scalars.mkdir()
+    (scalars / "loss.csv").write_text("1,0.5\n2,0.4\nnot a row\n3,0.3\n4")
+    assert restart_scalar_csvs(scalars, 4) == 3
+    assert (scalars / "loss.csv").read_text().split() == ["1,0.5", "2,0.4", "3,0.3"]
