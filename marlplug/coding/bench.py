@@ -126,22 +126,34 @@ def _time_methods(
 
 
 @click.command()
-@click.option("--agents", "-M", "num_agents", type=int, default=10, show_default=True)
-@click.option("--learners", "-N", "num_learners", type=int, default=15, show_default=True)
+@click.option(
+    "--agents", "-M", "num_agents", type=click.IntRange(min=1), default=10, show_default=True
+)
+@click.option(
+    "--learners", "-N", "num_learners", type=click.IntRange(min=1), default=15, show_default=True
+)
 @click.option(
     "--params",
     "num_params",
-    type=int,
+    type=click.IntRange(min=1),
     default=1_000_000,
     show_default=True,
     help="float32 parameters per agent (D).",
 )
 @click.option(
-    "--stragglers", type=int, default=2, show_default=True, help="Learners that never answer."
+    "--stragglers",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Learners that never answer.",
 )
-@click.option("--repeats", type=int, default=5, show_default=True)
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option(
-    "--threads", type=int, default=1, show_default=True, help="torch threads (the controller's)."
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="torch threads (the controller's).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object for tools.")

@@ -34,6 +34,7 @@ from marlplug.distributed.controller import CodedController
 from marlplug.distributed.learner import learner_compute
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import UserError
+from marlplug.plotting import saved_figure
 from marlplug.plugins import get_plugin_manager
 from marlplug.train.reporting import stderr_progress
 
@@ -332,54 +333,45 @@ def check_targets(rows: list[dict[str, Any]], learners: int) -> list[str]:
 
 def plot_bars(rows: list[dict[str, Any]], reference: list[dict[str, Any]], path: Path) -> Path:
     """Grouped bars (ours, relative to uncoded at k=0) with the paper's ratios as black dots."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     groups = sorted({(r["scenario"], r["agents"]) for r in rows})
     columns = min(4, len(groups))
     lines = (len(groups) + columns - 1) // columns
-    figure, axes_grid = plt.subplots(
-        lines, columns, figsize=(4 * columns, 3.2 * lines), squeeze=False
-    )
-    codes = [c for c in CODES if any(r["code"] == c for r in rows)]
-    width = 0.8 / max(1, len(codes))
-    for axes, (scenario, agents) in zip(axes_grid.flat, groups, strict=False):
-        mine = {
-            (r["stragglers"], r["code"]): r["round_s"]
-            for r in rows
-            if (r["scenario"], r["agents"]) == (scenario, agents)
-        }
-        paper = {
-            (r["stragglers"], r["code"]): r["time_s"]
-            for r in reference
-            if (r["scenario"], r["agents"]) == (scenario, agents)
-        }
-        ks = sorted({k for k, _ in mine})
-        base = mine.get((0, "uncoded"), 1.0)
-        paper_base = paper.get((0, "uncoded"))
-        for position, code in enumerate(codes):
-            xs = np.arange(len(ks)) + (position - (len(codes) - 1) / 2) * width
-            axes.bar(xs, [mine.get((k, code), np.nan) / base for k in ks], width, label=code)
-            if paper_base:
-                axes.scatter(
-                    xs,
-                    [paper.get((k, code), np.nan) / paper_base for k in ks],
-                    color="black",
-                    s=8,
-                    zorder=3,
-                )
-        axes.set_xticks(range(len(ks)), [f"k={k}" for k in ks])
-        axes.set_title(f"{scenario.replace('_', ' ')}, M={agents}", fontsize=9)
-        axes.set_ylabel("round time / uncoded k=0", fontsize=8)
-    for axes in list(axes_grid.flat)[len(groups) :]:
-        axes.axis("off")
-    axes_grid.flat[0].legend(fontsize=7, title="bars: marlplug; dots: paper", title_fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(
+        path, figsize=(4 * columns, 3.2 * lines), nrows=lines, ncols=columns, squeeze=False
+    ) as (_, axes_grid):
+        codes = [c for c in CODES if any(r["code"] == c for r in rows)]
+        width = 0.8 / max(1, len(codes))
+        for axes, (scenario, agents) in zip(axes_grid.flat, groups, strict=False):
+            mine = {
+                (r["stragglers"], r["code"]): r["round_s"]
+                for r in rows
+                if (r["scenario"], r["agents"]) == (scenario, agents)
+            }
+            paper = {
+                (r["stragglers"], r["code"]): r["time_s"]
+                for r in reference
+                if (r["scenario"], r["agents"]) == (scenario, agents)
+            }
+            ks = sorted({k for k, _ in mine})
+            base = mine.get((0, "uncoded"), 1.0)
+            paper_base = paper.get((0, "uncoded"))
+            for position, code in enumerate(codes):
+                xs = np.arange(len(ks)) + (position - (len(codes) - 1) / 2) * width
+                axes.bar(xs, [mine.get((k, code), np.nan) / base for k in ks], width, label=code)
+                if paper_base:
+                    axes.scatter(
+                        xs,
+                        [paper.get((k, code), np.nan) / paper_base for k in ks],
+                        color="black",
+                        s=8,
+                        zorder=3,
+                    )
+            axes.set_xticks(range(len(ks)), [f"k={k}" for k in ks])
+            axes.set_title(f"{scenario.replace('_', ' ')}, M={agents}", fontsize=9)
+            axes.set_ylabel("round time / uncoded k=0", fontsize=8)
+        for axes in list(axes_grid.flat)[len(groups) :]:
+            axes.axis("off")
+        axes_grid.flat[0].legend(fontsize=7, title="bars: marlplug; dots: paper", title_fontsize=7)
     return path
 
 
@@ -411,17 +403,25 @@ def markdown_table(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) 
     help="Scenarios to run (default: all four).",
 )
 @click.option(
-    "--agents", "agent_counts", multiple=True, type=int, help="M values (default: 8 and 10)."
+    "--agents",
+    "agent_counts",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help="M values (default: 8 and 10).",
 )
-@click.option("--learners", type=int, default=15, show_default=True, help="N.")
+@click.option("--learners", type=click.IntRange(min=1), default=15, show_default=True, help="N.")
 @click.option(
-    "--rounds", type=int, default=3, show_default=True, help="Rounds per setting (median)."
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Rounds per setting (median).",
 )
 @click.option(
     "--code", "codes", multiple=True, type=click.Choice(CODES), help="Codes (default: all five)."
 )
 @click.option("--env-backend", type=click.Choice(["mpe", "vmas"]), default="mpe", show_default=True)
-@click.option("--minibatch-size", type=int, default=1024, show_default=True)
+@click.option("--minibatch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--reference",

@@ -19,6 +19,7 @@ from marlplug.algorithms.maddpg import MADDPG
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.distributed.training import CentralizedUpdater, MaddpgRunner, Updater
+from marlplug.plotting import saved_figure
 from marlplug.plugins import get_plugin_manager
 
 
@@ -62,23 +63,14 @@ def return_curve(
 
 def plot_parity(curves: dict[str, list[float]], path: Path) -> Path:
     """Both return curves on one axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6, 3.5))
-    for (label, curve), style in zip(curves.items(), ("-", "--"), strict=False):
-        points = [(i, r) for i, r in enumerate(curve) if not math.isnan(r)]
-        axes.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
-    axes.set_xlabel("iteration (100 env steps + one update)")
-    axes.set_ylabel("episode return (sum over agents)")
-    axes.set_title("cooperative navigation, M = 8: coded vs centralized MADDPG")
-    axes.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(path, figsize=(6, 3.5)) as (_, axes):
+        for (label, curve), style in zip(curves.items(), ("-", "--"), strict=False):
+            points = [(i, r) for i, r in enumerate(curve) if not math.isnan(r)]
+            axes.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
+        axes.set_xlabel("iteration (100 env steps + one update)")
+        axes.set_ylabel("episode return (sum over agents)")
+        axes.set_title("cooperative navigation, M = 8: coded vs centralized MADDPG")
+        axes.legend()
     return path
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marlplug.distributed.controller import RoundLog
+from marlplug.plotting import saved_figure
 
 
 def plot_timeline(rounds: Sequence[RoundLog], path: str | Path, *, num_learners: int) -> Path:
@@ -14,34 +15,24 @@ def plot_timeline(rounds: Sequence[RoundLog], path: str | Path, *, num_learners:
     Each learner is a row; a dot is an answer (filled: used for decoding, hollow: arrived but not
     needed), a cross marks a straggler's late slot, and a vertical line marks the end of decoding.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(10, 0.3 * num_learners + 2))
-    offset = 0.0
-    for log in rounds:
-        for task_id, arrival in log.arrivals.items():
-            learner = task_id if task_id < num_learners else -1
-            used = task_id in log.learners_used
-            axes.scatter(
-                offset + arrival,
-                learner,
-                s=18,
-                facecolors="tab:blue" if used else "none",
-                edgecolors="tab:blue",
-            )
-        for learner in log.stragglers:
-            axes.scatter(offset + log.wait_s, learner, marker="x", color="tab:red", s=14)
-        axes.axvline(offset + log.round_s, color="tab:green", linewidth=0.8)
-        offset += log.round_s
-    axes.set_xlabel(f"time (s, {rounds[0].clock if rounds else 'wall'} clock)")
-    axes.set_ylabel("learner (-1: re-dispatched task)")
-    axes.set_title("coded rounds: answers (filled = used), stragglers (x), decode done (line)")
-    figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    with saved_figure(path, figsize=(10, 0.3 * num_learners + 2)) as (_, axes):
+        offset = 0.0
+        for log in rounds:
+            for task_id, arrival in log.arrivals.items():
+                learner = task_id if task_id < num_learners else -1
+                used = task_id in log.learners_used
+                axes.scatter(
+                    offset + arrival,
+                    learner,
+                    s=18,
+                    facecolors="tab:blue" if used else "none",
+                    edgecolors="tab:blue",
+                )
+            for learner in log.stragglers:
+                axes.scatter(offset + log.wait_s, learner, marker="x", color="tab:red", s=14)
+            axes.axvline(offset + log.round_s, color="tab:green", linewidth=0.8)
+            offset += log.round_s
+        axes.set_xlabel(f"time (s, {rounds[0].clock if rounds else 'wall'} clock)")
+        axes.set_ylabel("learner (-1: re-dispatched task)")
+        axes.set_title("coded rounds: answers (filled = used), stragglers (x), decode done (line)")
+    return Path(path)

@@ -35,11 +35,6 @@ from marlplug.train.reporting import stderr_progress
 OBSERVATION_DIM, N_ACTIONS = 18, 5
 
 
-def median_ms(function: Callable[[], object], *, repeats: int, warmup: int = 2) -> float:
-    """Median wall time of ``function`` in milliseconds."""
-    return interleaved_median_ms({"f": function}, repeats=repeats, warmup=warmup)["f"]
-
-
 def interleaved_median_ms(
     functions: dict[str, Callable[[], object]],
     *,
@@ -132,7 +127,9 @@ def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
     return losses
 
 
-def _agent_batches(batch: TensorDict) -> list[TensorDict]:
+def per_agent_batches(batch: TensorDict) -> list[TensorDict]:
+    """Agent ``i``'s slice of a joint ``("agent", ...)`` minibatch, keyed the way one TorchRL
+    ``ClipPPOLoss`` per agent reads it (its critic sees ``all_observations``)."""
     rows, n_agents = batch.batch_size[0], batch["agent", "action"].shape[1]
     return [
         TensorDict(
@@ -183,7 +180,7 @@ def measure(
         ppo.update_step(joint_loss, joint_optimizer, batch, max_grad_norm=0.5)
 
     separate = _separate_losses(n_agents, hidden)
-    agent_batches = _agent_batches(batch)
+    agent_batches = per_agent_batches(batch)
     # The same fused Adam kernel the joint side's AgentAdam uses.
     separate_optimizer = torch.optim.Adam(
         [p for loss in separate for p in loss.parameters()], lr=1e-4, fused=True
@@ -241,17 +238,35 @@ def measure(
 
 @click.command()
 @click.option(
-    "--agents", "agent_counts", multiple=True, type=int, default=(2, 8, 32), show_default=True
+    "--agents",
+    "agent_counts",
+    multiple=True,
+    type=click.IntRange(min=1),
+    default=(2, 8, 32),
+    show_default=True,
 )
-@click.option("--rows", default=1000, show_default=True, help="Minibatch rows B.")
-@click.option("--hidden", default=64, show_default=True, help="Hidden units (and feature width).")
 @click.option(
-    "--repeats", default=10, show_default=True, help="Timed repetitions (median reported)."
+    "--rows", default=1000, show_default=True, type=click.IntRange(min=2), help="Minibatch rows B."
+)
+@click.option(
+    "--hidden",
+    default=64,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Hidden units (and feature width).",
+)
+@click.option(
+    "--repeats",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Timed repetitions (median reported).",
 )
 @click.option(
     "--threads",
     default=1,
     show_default=True,
+    type=click.IntRange(min=1),
     help="torch intra-op threads (1: least noise on a shared machine; torch's default is all cores).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")

@@ -207,18 +207,30 @@ def _median(values: list[float | None]) -> float | None:
 
 
 @click.command()
-@click.option("--agents", default=3, show_default=True)
+@click.option("--agents", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option(
-    "--updates", default=5, show_default=True, help="Updates (rollouts) per trial and side."
+    "--updates",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Updates (rollouts) per trial and side.",
 )
-@click.option("--frames-per-batch", default=1000, show_default=True)
-@click.option("--minibatch", default=250, show_default=True)
-@click.option("--epochs", default=4, show_default=True)
+@click.option("--frames-per-batch", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--minibatch", type=click.IntRange(min=1), default=250, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option(
-    "--trials", default=3, show_default=True, help="Interleaved trials; medians are reported."
+    "--trials",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Interleaved trials; medians are reported.",
 )
 @click.option(
-    "--threads", default=1, show_default=True, help="torch threads, the same for both sides."
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="torch threads, the same for both sides.",
 )
 @click.option("--seed", default=0, show_default=True, help="Trial t uses seed + t on both sides.")
 @click.option(

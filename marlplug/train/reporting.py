@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from torchrl.record.loggers import CSVLogger, Logger
 
 from marlplug.errors import UserError
+from marlplug.plotting import saved_figure
 from marlplug.train.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -53,33 +54,26 @@ SMOOTHING_WINDOW = 5
 
 def plot_learning_curve(history: list[tuple[int, float]], path: Path, *, title: str) -> Path:
     """Save mean return against environment frames as a PNG, with a trailing mean over updates."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    figure, axes = plt.subplots(figsize=(6, 4))
-    if history:
-        frames, returns = zip(*history, strict=True)
-        axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
-        if len(returns) >= 2 * SMOOTHING_WINDOW:
-            window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
-            smoothed = np.convolve(returns, window, mode="valid")
-            axes.plot(
-                frames[SMOOTHING_WINDOW - 1 :],
-                smoothed,
-                linewidth=2,
-                label=f"mean of last {SMOOTHING_WINDOW}",
-            )
-            axes.legend(loc="lower right")
-    axes.set_xlabel("environment frames")
-    axes.set_ylabel("mean episode return")
-    axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    with saved_figure(path, figsize=(6, 4), dpi=100) as (_, axes):
+        if history:
+            frames, returns = zip(*history, strict=True)
+            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
+            if len(returns) >= 2 * SMOOTHING_WINDOW:
+                window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
+                smoothed = np.convolve(returns, window, mode="valid")
+                axes.plot(
+                    frames[SMOOTHING_WINDOW - 1 :],
+                    smoothed,
+                    linewidth=2,
+                    label=f"mean of last {SMOOTHING_WINDOW}",
+                )
+                axes.legend(loc="lower right")
+        axes.set_xlabel("environment frames")
+        axes.set_ylabel("mean episode return")
+        axes.set_title(title)
+        axes.grid(True, alpha=0.3)
     return path
 
 

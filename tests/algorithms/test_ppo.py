@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torch import nn
@@ -19,14 +17,7 @@ from marlplug.errors import UserError
 from marlplug.losses import RedundancyLoss
 from marlplug.train.agent_optim import AgentAdam, AgentGroupParameters, clip_grad_norm_per_agent_
 from tests.losses.helpers import make_batch, make_loss, make_model
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 
 def test_one_adam_over_stacked_weights_equals_one_adam_per_agent() -> None:

@@ -170,6 +170,15 @@ def test_unknown_file_format(run_cli: Callable[..., object], tmp_path: Path) -> 
         (["trian"], "No such command 'trian'"),
         (["plugins", "--jsn"], "No such option '--jsn'. Did you mean '--json'?"),
         (["config", "check"], "Missing argument 'PATH'"),
+        (
+            ["bench", "loss", "--agents", "0"],
+            "Invalid value for '--agents': 0 is not in the range x>=1",
+        ),
+        (["bench", "loss", "--repeats", "0"], "Invalid value for '--repeats'"),
+        (["bench", "loss", "--threads", "0"], "Invalid value for '--threads'"),
+        (["bench", "train", "--trials", "0"], "Invalid value for '--trials'"),
+        (["bench", "decode", "--repeats", "0"], "Invalid value for '--repeats'"),
+        (["bench", "coding", "--rounds", "0"], "Invalid value for '--rounds'"),
     ],
 )
 def test_bad_command_line(run_cli: Callable[..., object], args: list[str], expected: str) -> None:

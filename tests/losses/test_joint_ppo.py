@@ -15,6 +15,7 @@ from torchrl.objectives import ClipPPOLoss
 
 from marlplug.errors import UserError
 from marlplug.losses import JointPPOLoss, RedundancyLoss, sum_losses
+from marlplug.losses.bench import per_agent_batches
 from marlplug.models import JointActorCritic
 from marlplug.models.stacked import StackedLinear, StackedMLP
 from tests.losses.helpers import make_batch, make_loss, make_model
@@ -44,6 +45,7 @@ def _separate_clip_ppo_losses(
     nets = model.groups["agent"]
     encoder, head, critic = nets.encoder.module, nets.policy_head.module, nets.critic.module
     outputs = []
+    agent_batches = per_agent_batches(batch)
     for agent in range(nets.spec.n_agents):
         actor_net = nn.Sequential(_mlp_from_stack(encoder, agent), _linear_from_stack(head, agent))
         actor = ProbabilisticActor(
@@ -58,20 +60,7 @@ def _separate_clip_ppo_losses(
         )
         loss = ClipPPOLoss(actor, value, loss_critic_type="l2", **kwargs)  # type: ignore[arg-type]
         loss.set_keys(sample_log_prob="action_log_prob")
-        rows = batch.batch_size[0]
-        agent_batch = TensorDict(
-            {
-                "observation": batch["agent", "observation"][:, agent],
-                "all_observations": batch["agent", "observation"].reshape(rows, -1),
-                "action": batch["agent", "action"][:, agent],
-                "action_log_prob": batch["agent", "action_log_prob"][:, agent],
-                "advantage": batch["agent", "advantage"][:, agent],
-                "value_target": batch["agent", "value_target"][:, agent],
-                "state_value": batch["agent", "state_value"][:, agent],
-            },
-            batch_size=[rows],
-        )
-        outputs.append(loss(agent_batch))
+        outputs.append(loss(agent_batches[agent]))
     return outputs
 
 
