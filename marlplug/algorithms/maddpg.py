@@ -4,7 +4,9 @@ The per-agent update is a pure function ``U_i(theta_all, state_i, batch, seed) -
 over flat state vectors (see :class:`~marlplug.algorithms.state_codec.StateCodec`), so the joint trainer
 and the coded learners run the same code. A learner's agents are updated together as one stacked
 network (one ``bmm`` per layer), and agent ``i``'s random numbers come from its own seed only, so every
-replica of ``theta'_i`` is bit-identical whichever other agents share its learner.
+replica of ``theta'_i`` draws the same noise whichever other agents share its learner. Replicas computed
+in batches of different shapes agree to float32 rounding (BLAS picks kernels per shape and per CPU);
+the decoder's least squares absorbs that.
 """
 
 from __future__ import annotations

@@ -124,18 +124,30 @@ def test_registered_as_a_plugin() -> None:
 @pytest.mark.parametrize(
     ("discrete", "hidden_sizes"), [(True, (16, 16)), (False, (16, 16)), (True, ())]
 )
-def test_vectorized_update_is_bit_identical_to_per_agent_updates(
+def test_vectorized_update_matches_per_agent_updates(
     discrete: bool, hidden_sizes: tuple[int, ...]
 ) -> None:
+    # Batched and per-agent updates run different tensor shapes, for which BLAS may pick different
+    # kernels (and does, per CPU): they agree to float32 rounding, never bit for bit by promise.
     program = make_program(4, discrete=discrete, hidden_sizes=hidden_sizes)
     theta, batch = program.init_state(0), make_batch(program)
     seeds = [agent_seed(0, 3, i) for i in range(4)]
     together = program.update(theta, [0, 1, 2, 3], batch, seeds)
     for agent in range(4):
         alone = program.update_agent(theta, agent, batch, seeds[agent])
-        assert torch.equal(alone, together[agent])
+        torch.testing.assert_close(alone, together[agent], rtol=1e-6, atol=1e-6)
     subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
-    assert torch.equal(subset, together[[3, 1]])
+    torch.testing.assert_close(subset, together[[3, 1]], rtol=1e-6, atol=1e-6)
+
+
+def test_the_same_update_twice_is_bit_identical() -> None:
+    program = make_program(4)
+    theta, batch = program.init_state(0), make_batch(program)
+    seeds = [agent_seed(0, 3, i) for i in range(4)]
+    first = program.update(theta, [0, 1, 2, 3], batch, seeds)
+    assert torch.equal(first, program.update(theta, [0, 1, 2, 3], batch, seeds))
+    subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
+    assert torch.equal(subset, program.update(theta, [3, 1], batch, [seeds[3], seeds[1]]))
 
 
 def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
