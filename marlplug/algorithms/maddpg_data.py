@@ -124,10 +124,27 @@ class ExperienceCollector:
                 )
             )
 
+    def learning_gate(self) -> tuple[int, str]:
+        """The transitions the buffer must hold before learning starts, and the option that sets
+        that number (``learning_starts`` or, when larger, ``minibatch_size``)."""
+        options = self.program.options
+        if options.learning_starts >= options.minibatch_size:
+            return options.learning_starts, "learning_starts"
+        return options.minibatch_size, "minibatch_size"
+
+    def first_learning_iteration(self) -> int | None:
+        """The iteration (1-based) whose collection fills the buffer enough to learn, if any
+        (``None``: the buffer is smaller than the gate); each iteration adds
+        ``steps_per_iteration`` transitions per env copy."""
+        needed, _ = self.learning_gate()
+        if self.program.options.buffer_size < needed:
+            return None
+        per_iteration = self.program.options.steps_per_iteration * self.adapter.num_envs
+        return -(-needed // per_iteration)
+
     def ready(self) -> bool:
         """Whether the buffer holds enough transitions to start learning."""
-        needed = max(self.program.options.learning_starts, self.program.options.minibatch_size)
-        return len(self.buffer) >= needed
+        return len(self.buffer) >= self.learning_gate()[0]
 
     def sample(self, generator: torch.Generator) -> TensorDict:
         """A minibatch of ``minibatch_size`` transitions, drawn uniformly with ``generator``."""

@@ -47,8 +47,8 @@ def train(
     """Train with CONFIG (default: the packaged cooperative-navigation config)."""
     from marlplug.config import load_config
     from marlplug.errors import UserError
-    from marlplug.train.reporting import summary_lines
     from marlplug.train.run import load_run_config
+    from marlplug.train.summary import summary_lines
 
     if resume_dir is not None:
         if config_path is not None:
@@ -73,9 +73,7 @@ def train(
             if path is not None
         ]
         lines = summary_lines(
-            history=coded.history,
-            frames=coded.frames,
-            fps=coded.fps,
+            coded,
             run_dir=coded.run_dir,
             metrics=metrics.format(coded.metrics_dir),
             outputs=outputs,
@@ -92,9 +90,7 @@ def train(
         if result.rounds_csv is not None:
             joint_outputs.append(("rounds log", result.rounds_csv))
         lines = summary_lines(
-            history=result.history,
-            frames=result.frames,
-            fps=result.fps,
+            result,
             run_dir=result.run_dir,
             metrics=metrics.format(result.metrics_dir),
             outputs=joint_outputs,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import torch
 import yaml
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
@@ -36,14 +38,21 @@ from marlplug.train.checkpoint import (
     restore_rng_states,
     save_checkpoint,
 )
-from marlplug.train.reporting import (
-    ProgressBar,
-    RunTotals,
-    make_logger,
-    plot_learning_curve,
-    restart_rounds_csv,
+from marlplug.train.metrics_files import make_logger, restart_rounds_csv
+from marlplug.train.reporting import ProgressBar
+from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir, save_run_config
+from marlplug.train.stats import (
+    RETURN_PER_AGENT,
+    RETURN_TEAM,
+    ReturnPoint,
+    history_for_checkpoint,
+    history_from_checkpoint,
 )
-from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir
+from marlplug.train.summary import RunTotals, plot_learning_curve
+
+#: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
+#: with no logging set up, and a library user can silence them).
+_LOG = logging.getLogger("marlplug")
 
 ROUNDS_NAME = "rounds.csv"
 TIMELINE_NAME = "timeline.png"
@@ -55,7 +64,14 @@ ROUND_LOGS_KEY = "round_logs"
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
 #: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
-ITERATION_COLUMNS = ["iteration", "env_steps", "episode_return", "collect_s", "update_s"]
+ITERATION_COLUMNS = [
+    "iteration",
+    "env_steps",
+    RETURN_PER_AGENT,
+    RETURN_TEAM,
+    "collect_s",
+    "update_s",
+]
 ROUND_COLUMNS = [
     "round_clock",
     "round_round_s",
@@ -74,7 +90,7 @@ class CodedRunResult(RunTotals):
     """What a MADDPG run (coded or centralized) leaves behind, and where.
 
     ``iterations`` holds this call's iterations only (a resumed run's earlier ones are in
-    ``rounds.csv``); ``history`` holds ``(env steps, mean episode return)`` over the whole run.
+    ``rounds.csv``); ``history`` holds the return (:class:`ReturnPoint`) over the whole run.
     """
 
     theta: torch.Tensor
@@ -85,9 +101,12 @@ class CodedRunResult(RunTotals):
     learning_curve: Path | None = None
     rounds_csv: Path | None = None
     timeline: Path | None = None
-    history: list[tuple[int, float]] = field(default_factory=list)
+    history: list[ReturnPoint] = field(default_factory=list)
     frames: int = 0
     seconds: float = 0.0
+    total_frames: int = 0
+    completed: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def uses_maddpg_runner(config: MarlplugConfig) -> bool:
@@ -191,13 +210,41 @@ def _run_folder(
     return folder
 
 
-def _log_iteration(logger: Any, log: IterationLog) -> None:
+def _returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
+    """The iteration's return per agent and for the team (the runner sums over agents)."""
+    if math.isnan(log.episode_return):
+        return None
+    return ReturnPoint.from_team(
+        frames=log.env_steps, team=log.episode_return, num_agents=num_agents
+    )
+
+
+def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
+    """Why a MADDPG run has had no update round yet, and when the first comes: until the replay
+    buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only collects.
+
+    Examples:
+        >>> learning_gate_note(collector, coded=True)  # doctest: +SKIP
+        'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
+    """
+    needed, option = collector.learning_gate()
+    first = collector.first_learning_iteration()
+    when = (
+        f"at iteration {first}"
+        if first is not None
+        else f"never: algorithm.buffer_size is {collector.program.options.buffer_size}"
+    )
+    what = "coded round" if coded else "update"
+    return f"no {what} yet: learning starts after {needed} steps (algorithm.{option}), {when}"
+
+
+def _log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
     step = log.iteration + 1
     logger.log_scalar("env_steps", float(log.env_steps), step=step)
     logger.log_scalar("collect_s", log.collect_s, step=step)
     logger.log_scalar("update_s", log.update_s, step=step)
-    if not math.isnan(log.episode_return):
-        logger.log_scalar("episode_return", log.episode_return, step=step)
+    for name, value in (returns.as_metrics() if returns is not None else {}).items():
+        logger.log_scalar(name, value, step=step)
     if log.round is not None:
         round_log = log.round
         logger.log_scalar("round_s", round_log.round_s, step=step)
@@ -278,13 +325,18 @@ def _train(
     progress: bool | None,
 ) -> CodedRunResult:
     runner = MaddpgRunner(env, program, updater, seed=config.seed)
-    history: list[tuple[int, float]] = []
     round_logs: list[RoundLog] = []
+    history: list[ReturnPoint] = []
     if state is not None:
         runner.load_state_dict(state[RUNNER_KEY])
-        history = [(int(f), float(r)) for f, r in state.get(HISTORY_KEY, [])]
+        history = history_from_checkpoint(
+            state.get(HISTORY_KEY, []),
+            num_agents=program.num_agents,
+            legacy_is_team=True,  # MADDPG stored the sum over agents
+        )
         round_logs = [RoundLog(**entry) for entry in state.get(ROUND_LOGS_KEY, [])]
         restore_rng_states(state["rng"])  # last: replaying the env may have drawn from them
+        save_run_config(folder, config)
     coded = config.coding is not None
     result = CodedRunResult(
         theta=runner.theta,
@@ -304,6 +356,15 @@ def _train(
     # logs from step K + 1 on.
     logger = make_logger(config.logging.backend, folder, keep_before=runner.iterations + 1)
     show = config.logging.progress if progress is None else progress
+    # Said at the start when at least the next iteration will only collect (never: first is None).
+    first = runner.collector.first_learning_iteration()
+    waits = first is None or first > runner.iterations + 1
+    if runner.rounds == 0 and runner.iterations < total and waits:
+        _LOG.warning(
+            "note: %s; this run stops at iteration %d",
+            learning_gate_note(runner.collector, coded=coded),
+            total,
+        )
     start_steps, start = runner.env_steps, time.perf_counter()
     with (
         ProgressBar(show, total, runner.iterations) as advance,
@@ -313,30 +374,39 @@ def _train(
         while runner.iterations < total:
             log = runner.step()
             result.iterations.append(log)
-            _log_iteration(logger, log)
-            writer.writerow(log.as_row())
+            returns = _returns(log, program.num_agents)
+            _log_iteration(logger, log, returns)
+            writer.writerow({**log.as_row(), **(returns.as_metrics() if returns else {})})
             rows.flush()
             if log.round is not None:
                 round_logs = [*round_logs[-(TIMELINE_ROUNDS - 1) :], log.round]
-            if not math.isnan(log.episode_return):
-                history.append((log.env_steps, log.episode_return))
+            if returns is not None:
+                history.append(returns)
             if runner.iterations % config.train.checkpoint_every == 0 or runner.iterations == total:
                 save_checkpoint(
                     result.checkpoint,
                     {
                         RUNNER_KEY: runner.state_dict(),
-                        HISTORY_KEY: history,
+                        HISTORY_KEY: history_for_checkpoint(history),
                         ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
                     },
                 )
-            advance(log.episode_return)
+            advance(returns)
     result.seconds = time.perf_counter() - start
     result.frames = runner.env_steps - start_steps
+    result.total_frames, result.completed = runner.env_steps, runner.iterations
+    if runner.rounds == 0:
+        result.notes.append(learning_gate_note(runner.collector, coded=coded))
     result.theta = runner.theta
     title = f"MADDPG, {config.env.name} ({config.env.backend})" + (
         f", coded: {config.coding.scheme.name}, N={config.coding.learners}" if config.coding else ""
     )
-    plot_learning_curve(history, result.learning_curve or folder / LEARNING_CURVE_NAME, title=title)
+    plot_learning_curve(
+        history,
+        result.learning_curve or folder / LEARNING_CURVE_NAME,
+        title=title,
+        num_agents=program.num_agents,
+    )
     if result.timeline is not None and config.coding is not None and round_logs:
         plot_timeline(round_logs, result.timeline, num_learners=config.coding.learners)
     elif result.timeline is not None:

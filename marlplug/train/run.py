@@ -24,16 +24,18 @@ from marlplug.train.checkpoint import (
     load_checkpoint,
     restore_rng_states,
     save_checkpoint,
+    write_atomically,
 )
 from marlplug.train.config import JointTrainerConfig
-from marlplug.train.reporting import (
-    ProgressBar,
-    RunTotals,
-    make_logger,
-    plot_learning_curve,
-    restart_rounds_csv,
+from marlplug.train.metrics_files import make_logger, restart_rounds_csv
+from marlplug.train.reporting import ProgressBar
+from marlplug.train.stats import (
+    JointStats,
+    ReturnPoint,
+    history_for_checkpoint,
+    history_from_checkpoint,
 )
-from marlplug.train.stats import JointStats
+from marlplug.train.summary import RunTotals, plot_learning_curve
 from marlplug.train.trainer import JointMultiAgentTrainer
 
 CONFIG_NAME = "config.yaml"
@@ -53,10 +55,13 @@ class RunResult(RunTotals):
     metrics_dir: Path
     learning_curve: Path
     rounds_csv: Path | None = None
-    history: list[tuple[int, float]] = field(default_factory=list)
+    history: list[ReturnPoint] = field(default_factory=list)
     last_stats: JointStats | None = None
     frames: int = 0
     seconds: float = 0.0
+    total_frames: int = 0
+    completed: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
@@ -175,6 +180,16 @@ def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) 
     return load_config(path, overrides)
 
 
+def save_run_config(run_dir: Path, config: MarlplugConfig) -> Path:
+    """Write ``config`` (resolved, every default filled in) to ``RUN_DIR/config.yaml``, atomically.
+
+    A fresh run writes the config it starts with; a resumed run writes it again once its checkpoint
+    has loaded, so the overrides of ``--resume RUN_DIR --set ...`` (e.g. a larger
+    ``train.updates``) hold for the next plain ``--resume`` too."""
+    text = yaml.safe_dump(resolved_dict(config), sort_keys=False)
+    return write_atomically(run_dir / CONFIG_NAME, lambda stream: stream.write(text.encode()))
+
+
 def run_training(
     config: MarlplugConfig,
     *,
@@ -209,17 +224,22 @@ def _run(
     progress: bool | None,
     updates: int | None,
 ) -> RunResult:
-    history: list[tuple[int, float]] = []
+    history: list[ReturnPoint] = []
     state: dict[str, Any] | None = None
     if resume_dir is not None:
         run_dir = resume_dir
         state = load_checkpoint(run_dir / CHECKPOINT_NAME)
         trainer.load_state_dict(state["trainer"])
-        history = [(int(f), float(r)) for f, r in state.get(HISTORY_KEY, [])]
+        history = history_from_checkpoint(
+            state.get(HISTORY_KEY, []),
+            num_agents=len(trainer.agent_names),
+            legacy_is_team=False,  # joint PPO stored the mean over agents
+        )
         restore_rng_states(state["rng"])
+        save_run_config(run_dir, config)
     else:
         run_dir = new_run_dir(config)
-        (run_dir / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
+        save_run_config(run_dir, config)
     total_updates = updates or config.train.updates
     # Update u logs at step u: a run resumed after update K logs from step K + 1 on.
     logger = make_logger(config.logging.backend, run_dir, keep_before=trainer.update_index + 1)
@@ -244,8 +264,8 @@ def _run(
                 coded_step.round_logs.clear()
             for name, value in stats.flat().items():
                 logger.log_scalar(name, value, step=trainer.update_index)
-            if stats.mean_return is not None:
-                history.append((stats.frames, stats.mean_return))
+            if stats.returns is not None:
+                history.append(stats.returns)
             result.last_stats = stats
             if (
                 trainer.update_index % config.train.checkpoint_every == 0
@@ -254,15 +274,19 @@ def _run(
                 saved = {
                     "trainer": trainer.state_dict(),
                     MODEL_KEY: trainer.model.state_dict(),
-                    HISTORY_KEY: history,
+                    HISTORY_KEY: history_for_checkpoint(history),
                 }
                 if coded_step is not None:
                     saved[CODED_STEP_KEY] = coded_step.state_dict()
                 save_checkpoint(checkpoint, saved)
-            advance(stats.mean_return)
+            advance(stats.returns)
     result.seconds = time.perf_counter() - start
     result.frames = trainer.frames - start_frames
+    result.total_frames, result.completed = trainer.frames, trainer.update_index
     plot_learning_curve(
-        history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})"
+        history,
+        result.learning_curve,
+        title=f"{config.env.name} ({config.env.backend})",
+        num_agents=len(trainer.agent_names),
     )
     return result

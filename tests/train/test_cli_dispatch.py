@@ -52,14 +52,18 @@ def test_centralized_maddpg_through_the_cli(run_cli: Callable[..., Any], tmp_pat
     result = run_cli("train", str(config), "--no-progress")
     assert result.exit_code == 0, result.err
     lines = result.out.strip().splitlines()
-    assert lines[0].startswith("mean return: ") and "over 75 frames" in lines[0]
+    assert lines[0].startswith("return per agent: ") and lines[1].startswith("return, team: ")
     assert "first 1 vs last 1 iterations" in lines[1]
+    assert lines[2].startswith("frames:") and " 75 (" in lines[2]
     assert any(line.startswith("rounds log:") for line in lines)
     assert not any(line.startswith("timeline:") for line in lines)
-    assert lines[-1] == f"resume with:    marlplug train --resume {tmp_path / 'central'}"
+    assert lines[-1].split() == [
+        "resume",
+        "with:",
+        *f"marlplug train --resume {tmp_path / 'central'}".split(),
+    ]
     for name in ("checkpoint.pt", "learning_curve.png", "rounds.csv", "config.yaml"):
         assert (tmp_path / "central" / name).is_file()
-    episode_returns = (
-        tmp_path / "central" / "metrics" / "scalars" / "episode_return.csv"
-    ).read_text()
-    assert len(episode_returns.strip().splitlines()) == 3
+    team_returns = (tmp_path / "central" / "metrics" / "scalars" / "return_team.csv").read_text()
+    assert team_returns.splitlines()[0] == "step,return_team"
+    assert len(team_returns.strip().splitlines()) == 1 + 3

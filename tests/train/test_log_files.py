@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from marlplug.train.checkpoint import write_atomically
-from marlplug.train.reporting import restart_rounds_csv, restart_scalar_csvs
+from marlplug.train.metrics_files import restart_rounds_csv, restart_scalar_csvs
 
 
 def _mode(path: Path) -> int:
@@ -48,4 +48,4 @@ def test_torn_and_foreign_lines_are_dropped(tmp_path: Path) -> None:
     scalars.mkdir()
     (scalars / "loss.csv").write_text("1,0.5\n2,0.4\nnot a row\n3,0.3\n4")
     assert restart_scalar_csvs(scalars, 4) == 3
-    assert (scalars / "loss.csv").read_text().split() == ["1,0.5", "2,0.4", "3,0.3"]
+    assert (scalars / "loss.csv").read_text().split() == ["step,loss", "1,0.5", "2,0.4", "3,0.3"]

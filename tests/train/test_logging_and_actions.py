@@ -34,10 +34,10 @@ def test_tensorboard_backend_writes_scalar_events(tmp_path: Path) -> None:
     events = EventAccumulator(str(event_files[0].parent))
     events.Reload()
     tags = events.Tags()["scalars"]
-    assert "mean_return" in tags and "total_loss" in tags
-    returns = events.Scalars("mean_return")
+    assert {"return_per_agent", "return_team", "total_loss"} <= set(tags)
+    returns = events.Scalars("return_per_agent")
     assert [event.step for event in returns] == [1, 2]
-    assert returns[-1].value == pytest.approx(result.history[-1][1])
+    assert returns[-1].value == pytest.approx(result.history[-1].per_agent)
 
 
 def test_continuous_actions_train(tmp_path: Path) -> None:

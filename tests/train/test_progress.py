@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from marlplug.train.reporting import ProgressBar, StepProgress, stderr_progress
+from marlplug.train.stats import ReturnPoint
 
 
 def terminal() -> tuple[Console, io.StringIO]:
@@ -59,10 +60,19 @@ def test_bench_bar_stays_off_when_stderr_is_not_a_terminal(
     assert capsys.readouterr() == ("", "")
 
 
-def test_training_bar_keeps_the_last_mean_return(capsys: pytest.CaptureFixture[str]) -> None:
+def test_training_bar_keeps_the_last_return(capsys: pytest.CaptureFixture[str]) -> None:
     # Training's bar as before: on stdout, and rich prints its last frame to a non-terminal.
     with ProgressBar(True, total=3, completed=1) as advance:
-        advance(-1.5)
-        advance(float("nan"))
+        advance(ReturnPoint(frames=10, per_agent=-1.5, team=-3.0))
+        advance(None)
     out = capsys.readouterr().out
-    assert "train" in out and "3/3" in out and "mean return: -1.500" in out
+    assert "train" in out and "3/3" in out and "return per agent: -1.500 (team -3.000)" in out
+
+
+def test_a_resumed_run_past_its_total_shows_its_own_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ProgressBar(True, total=2, completed=3):
+        pass
+    out = capsys.readouterr().out
+    assert "3/3" in out and "3/2" not in out

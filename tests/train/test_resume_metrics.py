@@ -11,12 +11,14 @@ from pathlib import Path
 from marlplug.config import load_config
 from marlplug.distributed.run import run_maddpg
 from marlplug.train.checkpoint import CHECKPOINT_NAME
+from marlplug.train.metrics_files import read_scalar_csv
 from marlplug.train.run import load_run_config, run_training
 from tests.train.helpers import SMALL_RUN
 
 PPO_SMALL = [*SMALL_RUN, "train.checkpoint_every=2", "train.updates=4"]
-# 10 env steps per iteration: the first episode (25 steps) ends in iteration 3, so episode_return
-# has a row at step 3, the one the crashed run logs after its checkpoint.
+# 10 env steps per iteration: the first episode (25 steps) ends in iteration 3, so the returns
+# (return_per_agent, return_team) have a row at step 3, the one the crashed run logs after its
+# checkpoint.
 MADDPG_SMALL = [
     "env.agents=2",
     "algorithm.name=maddpg",
@@ -32,14 +34,11 @@ MADDPG_SMALL = [
 TIMINGS = {"collect_s.csv", "update_s.csv"}
 
 
-def scalar_rows(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
+def scalar_rows(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     """Every metrics CSV of a run, by its path under ``metrics/scalars``: its ``(step, value)`` rows."""
     scalars = run_dir / "metrics" / "scalars"
     return {
-        str(path.relative_to(scalars)): [
-            (int(step), value)
-            for step, value in (line.split(",") for line in path.read_text().splitlines())
-        ]
+        str(path.relative_to(scalars)): read_scalar_csv(path)
         for path in sorted(scalars.rglob("*.csv"))
     }
 
@@ -71,7 +70,7 @@ def test_resumed_ppo_logs_every_update_once(tmp_path: Path) -> None:
 
     crash_after_checkpoint_and_resume(run, run_dir)
     logged = scalar_rows(run_dir)
-    assert "agent_0/grad_norm.csv" in logged and "mean_return.csv" in logged
+    assert "agent_0/grad_norm.csv" in logged and "return_per_agent.csv" in logged
     assert [step for step, _ in logged["total_loss.csv"]] == [1, 2, 3, 4]
     # Resume is bit-identical, so every file equals that of the run never stopped, row for row.
     assert logged == scalar_rows(tmp_path / "straight")
@@ -90,7 +89,7 @@ def test_resumed_maddpg_logs_every_iteration_once(tmp_path: Path) -> None:
     crash_after_checkpoint_and_resume(run, run_dir)
     logged, straight = scalar_rows(run_dir), scalar_rows(tmp_path / "straight")
     assert [step for step, _ in logged["env_steps.csv"]] == [1, 2, 3, 4]
-    assert [step for step, _ in logged["episode_return.csv"]] == [3]
+    assert [step for step, _ in logged["return_team.csv"]] == [3]
     assert logged.keys() == straight.keys()
     for name, rows in logged.items():
         if name in TIMINGS:

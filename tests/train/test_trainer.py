@@ -127,7 +127,7 @@ def test_resume_continues_bit_identically(tmp_path: Path) -> None:
     assert straight.history == resumed.history
     assert (
         straight.learning_curve.is_file()
-        and (straight.metrics_dir / "scalars" / "mean_return.csv").is_file()
+        and (straight.metrics_dir / "scalars" / "return_per_agent.csv").is_file()
     )
     assert not list(tmp_path.glob("*/.checkpoint-*"))  # no temp files left behind
 
@@ -139,7 +139,7 @@ def test_cli_train_end_to_end(tmp_path: Path, run_cli) -> None:  # type: ignore[
     ]
     result = run_cli("train", *args)
     assert result.exit_code == 0, result.err
-    assert "learning curve" in result.out and "mean return" in result.out
+    assert "learning curve" in result.out and "return per agent" in result.out
     assert (tmp_path / "cli" / CHECKPOINT_NAME).is_file()
     result = run_cli(
         "train", "--resume", str(tmp_path / "cli"), "--set", "train.updates=3", "--no-progress"

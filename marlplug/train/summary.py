@@ -1,0 +1,158 @@
+"""How a run went: the totals every run result carries, the learning curve and the end-of-run
+summary that ``marlplug train`` prints (the same for joint PPO and MADDPG, coded or not)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from marlplug.plotting import saved_figure
+from marlplug.train.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
+
+#: Updates in the trailing mean drawn over the learning curve (single updates are noisy).
+SMOOTHING_WINDOW = 5
+
+
+class RunTotals:
+    """What every run result reports beyond its files.
+
+    Mixed into the run results of the PPO trainer and of the MADDPG runner (dataclasses that
+    declare these fields).
+
+    Attributes:
+        history: the return of every update (iteration) in which an episode finished, over the
+            whole run (a resumed run's earlier ones included).
+        frames: environment frames taken in this call (a resumed run: since the resume).
+        seconds: wall time of this call's training loop.
+        total_frames: environment frames of the whole run, across resumes.
+        completed: updates (iterations) done in the whole run.
+        notes: what the user should know about the run, e.g. that learning has not started yet.
+    """
+
+    history: list[ReturnPoint]
+    frames: int
+    seconds: float
+    total_frames: int
+    completed: int
+    notes: list[str]
+
+    @property
+    def fps(self) -> float:
+        """Frames per second of this call (0 when it took no frames)."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def final_return(self) -> float | None:
+        """The last return per agent of the run, if an episode finished."""
+        return self.history[-1].per_agent if self.history else None
+
+
+def plot_learning_curve(
+    history: Sequence[ReturnPoint], path: Path, *, title: str, num_agents: int
+) -> Path:
+    """Save the return against environment frames as a PNG, with a trailing mean over updates.
+
+    The left axis is the return per agent, the right one the team's return (summed over the
+    ``num_agents`` agents): one curve, read on either scale.
+    """
+    import numpy as np
+
+    with saved_figure(path, figsize=(6.5, 4), dpi=100) as (_, axes):
+        if history:
+            frames = [point.frames for point in history]
+            returns = [point.per_agent for point in history]
+            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
+            if len(returns) >= 2 * SMOOTHING_WINDOW:
+                window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
+                smoothed = np.convolve(returns, window, mode="valid")
+                axes.plot(
+                    frames[SMOOTHING_WINDOW - 1 :],
+                    smoothed,
+                    linewidth=2,
+                    label=f"mean of last {SMOOTHING_WINDOW}",
+                )
+            axes.legend(loc="lower right")
+        team_axis = axes.secondary_yaxis(
+            "right", functions=(lambda y: y * num_agents, lambda y: y / num_agents)
+        )
+        team_axis.set_ylabel(f"{RETURN_TEAM} (sum over {num_agents} agents)")
+        axes.set_xlabel("environment frames")
+        axes.set_ylabel(f"{RETURN_PER_AGENT} (episode mean)")
+        axes.set_title(title)
+        axes.grid(True, alpha=0.3)
+    return path
+
+
+def _return_line(values: Sequence[float], unit: str) -> str:
+    """``first -> last``, plus the mean of the first vs the last few when there are enough."""
+    text = f"{values[0]:.3f} -> {values[-1]:.3f}"
+    window = min(SMOOTHING_WINDOW, len(values) // 2)
+    if window > 0:
+        start, end = sum(values[:window]) / window, sum(values[-window:]) / window
+        text += f" (first {window} vs last {window} {unit}: {start:.3f} -> {end:.3f}, {end - start:+.3f})"
+    return text
+
+
+def _frames_line(totals: RunTotals, unit: str) -> str:
+    if totals.frames == totals.total_frames:
+        return f"{totals.total_frames} ({totals.fps:.0f} frames/s)"
+    if totals.frames == 0:
+        return (
+            f"{totals.total_frames} (none in this session: all {totals.completed} {unit} were "
+            f"already done; raise train.updates to go on)"
+        )
+    return f"{totals.total_frames} ({totals.frames} in this session, {totals.fps:.0f} frames/s)"
+
+
+def summary_lines(
+    totals: RunTotals,
+    *,
+    run_dir: Path,
+    metrics: str,
+    outputs: Sequence[tuple[str, Path]],
+    unit: str = "updates",
+) -> list[str]:
+    """The end-of-run summary every ``marlplug train`` run prints: how the return moved (per agent
+    and for the team), the frames, where everything went, what to know, and how to resume.
+
+    Args:
+        totals: the run's result.
+        run_dir: the run folder.
+        metrics: where the metrics went, e.g. ``"runs/x/metrics (csv)"``.
+        outputs: further ``(label, path)`` lines (checkpoint, learning curve, ...), in order.
+        unit: what one step of ``history`` is called (``updates``, ``iterations``).
+
+    Examples:
+        >>> from dataclasses import dataclass, field
+        >>> @dataclass
+        ... class Done(RunTotals):
+        ...     history: list[ReturnPoint]
+        ...     frames: int = 20
+        ...     seconds: float = 4.0
+        ...     total_frames: int = 20
+        ...     completed: int = 2
+        ...     notes: list[str] = field(default_factory=list)
+        >>> done = Done([ReturnPoint(10, -1.0, -3.0), ReturnPoint(20, -0.5, -1.5)])
+        >>> lines = summary_lines(done, run_dir=Path("runs/a"), metrics="runs/a/metrics (csv)",
+        ...     outputs=[])
+        >>> print("\\n".join(lines[:3]))
+        return per agent: -1.000 -> -0.500 (first 1 vs last 1 updates: -1.000 -> -0.500, +0.500)
+        return, team:     -3.000 -> -1.500 (first 1 vs last 1 updates: -3.000 -> -1.500, +1.500)
+        frames:           20 (5 frames/s)
+    """
+    history = totals.history
+    labelled: list[tuple[str, object]] = [
+        (
+            "return per agent",
+            _return_line([p.per_agent for p in history], unit) if history else "-",
+        ),
+        ("return, team", _return_line([p.team for p in history], unit) if history else "-"),
+        ("frames", _frames_line(totals, unit)),
+        ("run folder", run_dir),
+        ("metrics", metrics),
+        *outputs,
+        *(("note", note) for note in totals.notes),
+        ("resume with", f"marlplug train --resume {run_dir}"),
+    ]
+    width = max(len(label) for label, _ in labelled) + 2
+    return [f"{label + ':':<{width}}{value}" for label, value in labelled]
