@@ -42,7 +42,7 @@ def test_render_writes_one_episode_gif(run_cli: Callable[..., Any], tmp_path: Pa
     assert "7 frames" in result.out  # the reset state and one frame per step
     frames = imageio.mimread(out)  # (the GIF writer merges identical consecutive frames)
     assert 1 < len(frames) <= 7
-    assert frames[0].shape[:2] == (700, 700)
+    assert frames[0].shape[:2] == (500, 500)
 
 
 def test_render_bad_config_and_checkpoint(run_cli: Callable[..., Any], tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_render_acts_with_a_trained_checkpoint(run_cli: Callable[..., Any], tmp_
     result = run_cli("render", str(config), "--checkpoint", str(checkpoint), "--out", str(out))
     assert result.exit_code == 0, result.err
     assert "6 frames, greedy actions of" in result.out
-    assert imageio.mimread(out)[0].shape[:2] == (700, 700)
+    assert imageio.mimread(out)[0].shape[:2] == (500, 500)
     # A checkpoint trained for 2 agents does not fit a 3-agent env: one-line error, exit 2.
     result = run_cli(
         "render",
