@@ -406,6 +406,7 @@ def _train(
         result.learning_curve or folder / LEARNING_CURVE_NAME,
         title=title,
         num_agents=program.num_agents,
+        unit="iteration",
     )
     if result.timeline is not None and config.coding is not None and round_logs:
         plot_timeline(round_logs, result.timeline, num_learners=config.coding.learners)

@@ -48,12 +48,18 @@ class RunTotals:
 
 
 def plot_learning_curve(
-    history: Sequence[ReturnPoint], path: Path, *, title: str, num_agents: int
+    history: Sequence[ReturnPoint],
+    path: Path,
+    *,
+    title: str,
+    num_agents: int,
+    unit: str = "update",
 ) -> Path:
     """Save the return against environment frames as a PNG, with a trailing mean over updates.
 
     The left axis is the return per agent, the right one the team's return (summed over the
-    ``num_agents`` agents): one curve, read on either scale.
+    ``num_agents`` agents): one curve, read on either scale. ``unit`` names one point (``update``,
+    ``iteration``).
     """
     import numpy as np
 
@@ -61,7 +67,7 @@ def plot_learning_curve(
         if history:
             frames = [point.frames for point in history]
             returns = [point.per_agent for point in history]
-            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
+            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label=f"per {unit}")
             if len(returns) >= 2 * SMOOTHING_WINDOW:
                 window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
                 smoothed = np.convolve(returns, window, mode="valid")
@@ -71,7 +77,7 @@ def plot_learning_curve(
                     linewidth=2,
                     label=f"mean of last {SMOOTHING_WINDOW}",
                 )
-            axes.legend(loc="lower right")
+            axes.legend(loc="best")
         team_axis = axes.secondary_yaxis(
             "right", functions=(lambda y: y * num_agents, lambda y: y / num_agents)
         )
