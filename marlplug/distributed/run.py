@@ -367,7 +367,9 @@ def _train(
         )
     start_steps, start = runner.env_steps, time.perf_counter()
     with (
-        ProgressBar(show, total, runner.iterations) as advance,
+        ProgressBar(
+            show, total, runner.iterations, latest=history[-1] if history else None
+        ) as advance,
         result.rounds_csv.open("a", newline="") as rows,
     ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")

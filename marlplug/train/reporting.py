@@ -176,6 +176,7 @@ class ProgressBar:
         total: steps in the whole run (a resumed run that already did more shows its own count).
         completed: steps already done (a resumed run).
         label: the word in front of the bar.
+        latest: the last return before this session (a resumed run), shown until a new one.
 
     Examples:
         >>> from marlplug.train.stats import ReturnPoint
@@ -183,15 +184,28 @@ class ProgressBar:
         ...     advance(ReturnPoint(frames=10, per_agent=-0.5, team=-1.5))
     """
 
-    def __init__(self, show: bool, total: int, completed: int, *, label: str = "train") -> None:
+    def __init__(
+        self,
+        show: bool,
+        total: int,
+        completed: int,
+        *,
+        label: str = "train",
+        latest: ReturnPoint | None = None,
+    ) -> None:
+        self.latest = "-"
+        self._remember(latest)
         self.steps = StepProgress(
             show,
             max(total, completed),
             completed=completed,
             label=label,
-            description="return per agent: -",
+            description=f"return per agent: {self.latest}",
         )
-        self.latest = "-"
+
+    def _remember(self, returns: ReturnPoint | None) -> None:
+        if returns is not None and returns.per_agent == returns.per_agent:  # not NaN
+            self.latest = f"{returns.per_agent:.3f} (team {returns.team:.3f})"
 
     def __enter__(self) -> Callable[[ReturnPoint | None], None]:
         self.steps.__enter__()
@@ -199,8 +213,7 @@ class ProgressBar:
 
     def advance(self, returns: ReturnPoint | None) -> None:
         """Count one step done and show ``returns`` (kept from before when there are none)."""
-        if returns is not None and returns.per_agent == returns.per_agent:  # not NaN
-            self.latest = f"{returns.per_agent:.3f} (team {returns.team:.3f})"
+        self._remember(returns)
         self.steps.advance(f"return per agent: {self.latest}")
 
     def __exit__(self, *exc: object) -> None:

@@ -256,7 +256,8 @@ def _run(
         _restart_coded_rounds(coded_step, result.rounds_csv, state, trainer.update_index)
     show = config.logging.progress if progress is None else progress
     start_frames, start = trainer.frames, time.perf_counter()
-    with ProgressBar(show, total_updates, trainer.update_index) as advance:
+    last = history[-1] if history else None
+    with ProgressBar(show, total_updates, trainer.update_index, latest=last) as advance:
         while trainer.update_index < total_updates:
             stats = trainer.train_update()
             if coded_step is not None and result.rounds_csv is not None:

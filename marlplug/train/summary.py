@@ -105,7 +105,7 @@ def _frames_line(totals: RunTotals, unit: str) -> str:
     if totals.frames == 0:
         return (
             f"{totals.total_frames} (none in this session: all {totals.completed} {unit} were "
-            f"already done; raise train.updates to go on)"
+            f"already done; --set train.updates=N to go on)"
         )
     return f"{totals.total_frames} ({totals.frames} in this session, {totals.fps:.0f} frames/s)"
 

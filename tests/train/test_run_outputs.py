@@ -121,9 +121,11 @@ def test_resume_saves_its_overrides_and_counts_frames_across_sessions(
     frames = next(line for line in more.out.splitlines() if line.startswith("frames:"))
     assert f" {3 * frames_per_update} ({frames_per_update} in this session, " in frames
 
-    again = run_cli("train", "--resume", str(run_dir))  # progress bar on: no "3/2"
+    again = run_cli("train", "--resume", str(run_dir), "--set", "logging.progress=true")
     assert again.exit_code == 0, again.err
     assert "3/2" not in again.out and "0 frames/s" not in again.out
+    bar = again.out.splitlines()[0]  # the finished bar keeps the run's last return
+    assert "3/3 return per agent: " in bar and "(team " in bar
     frames = next(line for line in again.out.splitlines() if line.startswith("frames:"))
     assert (
         f" {3 * frames_per_update} (none in this session: all 3 updates were already done" in frames
