@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +21,17 @@ import torch
 import yaml
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog
+from marlplug.distributed.iteration_report import (
+    iteration_returns,
+    iteration_row,
+    learning_gate_note,
+    log_iteration,
+    rounds_columns,
+)
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.distributed.timeline import plot_timeline
 from marlplug.distributed.training import CentralizedUpdater, IterationLog, MaddpgRunner
@@ -42,8 +47,6 @@ from marlplug.train.metrics_files import make_logger, restart_rounds_csv
 from marlplug.train.reporting import ProgressBar
 from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir, save_run_config
 from marlplug.train.stats import (
-    RETURN_PER_AGENT,
-    RETURN_TEAM,
     ReturnPoint,
     history_for_checkpoint,
     history_from_checkpoint,
@@ -63,26 +66,6 @@ ROUND_LOGS_KEY = "round_logs"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
-#: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
-ITERATION_COLUMNS = [
-    "iteration",
-    "env_steps",
-    RETURN_PER_AGENT,
-    RETURN_TEAM,
-    "collect_s",
-    "update_s",
-]
-ROUND_COLUMNS = [
-    "round_clock",
-    "round_round_s",
-    "round_wait_s",
-    "round_decode_s",
-    "round_compute_s_max",
-    "round_learners_used",
-    "round_stragglers",
-    "round_failures",
-    "round_redispatched_agents",
-]
 
 
 @dataclass
@@ -210,54 +193,6 @@ def _run_folder(
     return folder
 
 
-def _returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
-    """The iteration's return per agent and for the team (the runner sums over agents)."""
-    if math.isnan(log.episode_return):
-        return None
-    return ReturnPoint.from_team(
-        frames=log.env_steps, team=log.episode_return, num_agents=num_agents
-    )
-
-
-def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
-    """Why a MADDPG run has had no update round yet, and when the first comes: until the replay
-    buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only collects.
-
-    Examples:
-        >>> learning_gate_note(collector, coded=True)  # doctest: +SKIP
-        'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
-    """
-    needed, option = collector.learning_gate()
-    first = collector.first_learning_iteration()
-    when = (
-        f"at iteration {first}"
-        if first is not None
-        else f"never: algorithm.buffer_size is {collector.program.options.buffer_size}"
-    )
-    what = "coded round" if coded else "update"
-    return f"no {what} yet: learning starts after {needed} steps (algorithm.{option}), {when}"
-
-
-def _log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
-    step = log.iteration + 1
-    logger.log_scalar("env_steps", float(log.env_steps), step=step)
-    logger.log_scalar("collect_s", log.collect_s, step=step)
-    logger.log_scalar("update_s", log.update_s, step=step)
-    for name, value in (returns.as_metrics() if returns is not None else {}).items():
-        logger.log_scalar(name, value, step=step)
-    if log.round is not None:
-        round_log = log.round
-        logger.log_scalar("round_s", round_log.round_s, step=step)
-        logger.log_scalar("round_wait_s", round_log.wait_s, step=step)
-        logger.log_scalar("round_decode_s", round_log.decode_s, step=step)
-        logger.log_scalar(
-            "round_compute_s_max", max(round_log.compute_s.values(), default=0.0), step=step
-        )
-        logger.log_scalar("round_learners_used", float(len(round_log.learners_used)), step=step)
-        logger.log_scalar("round_stragglers", float(len(round_log.stragglers)), step=step)
-        logger.log_scalar("round_failures", float(len(round_log.failures)), step=step)
-
-
 def run_maddpg(
     config: MarlplugConfig,
     *,
@@ -349,10 +284,10 @@ def _train(
         timeline=folder / TIMELINE_NAME if coded else None,
         history=history,
     )
-    columns = ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
+    columns = rounds_columns(coded=coded)
     assert result.rounds_csv is not None and result.checkpoint is not None
     restart_rounds_csv(result.rounds_csv, columns, runner.iterations)
-    # Iteration i (0-based) logs at step i + 1 (_log_iteration): a run resumed after K iterations
+    # Iteration i (0-based) logs at step i + 1 (log_iteration): a run resumed after K iterations
     # logs from step K + 1 on.
     logger = make_logger(config.logging.backend, folder, keep_before=runner.iterations + 1)
     show = config.logging.progress if progress is None else progress
@@ -376,9 +311,9 @@ def _train(
         while runner.iterations < total:
             log = runner.step()
             result.iterations.append(log)
-            returns = _returns(log, program.num_agents)
-            _log_iteration(logger, log, returns)
-            writer.writerow({**log.as_row(), **(returns.as_metrics() if returns else {})})
+            returns = iteration_returns(log, program.num_agents)
+            log_iteration(logger, log, returns)
+            writer.writerow(iteration_row(log, returns))
             rows.flush()
             if log.round is not None:
                 round_logs = [*round_logs[-(TIMELINE_ROUNDS - 1) :], log.round]

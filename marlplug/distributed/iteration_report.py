@@ -1,0 +1,96 @@
+"""What a MADDPG run reports for each iteration: its ``rounds.csv`` row, its logged metrics (both
+returns, the timings, the coded round's record), and why no update round has run yet."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.distributed.training import IterationLog
+from marlplug.train.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
+
+#: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
+ITERATION_COLUMNS = [
+    "iteration",
+    "env_steps",
+    RETURN_PER_AGENT,
+    RETURN_TEAM,
+    "collect_s",
+    "update_s",
+]
+ROUND_COLUMNS = [
+    "round_clock",
+    "round_round_s",
+    "round_wait_s",
+    "round_decode_s",
+    "round_compute_s_max",
+    "round_learners_used",
+    "round_stragglers",
+    "round_failures",
+    "round_redispatched_agents",
+]
+
+
+def rounds_columns(*, coded: bool) -> list[str]:
+    """The header of a MADDPG run's ``rounds.csv``."""
+    return ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
+
+
+def iteration_returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
+    """The iteration's return per agent and for the team (the runner sums over agents)."""
+    if math.isnan(log.episode_return):
+        return None
+    return ReturnPoint.from_team(
+        frames=log.env_steps, team=log.episode_return, num_agents=num_agents
+    )
+
+
+def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
+    """Why a MADDPG run has had no update round yet, and when the first comes: until the replay
+    buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only collects.
+
+    Examples:
+        >>> from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+        >>> from marlplug.algorithms.maddpg import MADDPG
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", seed=0)
+        >>> program = MADDPG(learning_starts=5000).bind(MultiAgentEnvAdapter(env).agents)
+        >>> learning_gate_note(ExperienceCollector(env, program, seed=0), coded=True)
+        'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
+    """
+    needed, option = collector.learning_gate()
+    first = collector.first_learning_iteration()
+    when = (
+        f"at iteration {first}"
+        if first is not None
+        else f"never: algorithm.buffer_size is {collector.program.options.buffer_size}"
+    )
+    what = "coded round" if coded else "update"
+    return f"no {what} yet: learning starts after {needed} steps (algorithm.{option}), {when}"
+
+
+def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
+    step = log.iteration + 1
+    logger.log_scalar("env_steps", float(log.env_steps), step=step)
+    logger.log_scalar("collect_s", log.collect_s, step=step)
+    logger.log_scalar("update_s", log.update_s, step=step)
+    for name, value in (returns.as_metrics() if returns is not None else {}).items():
+        logger.log_scalar(name, value, step=step)
+    if log.round is not None:
+        round_log = log.round
+        logger.log_scalar("round_s", round_log.round_s, step=step)
+        logger.log_scalar("round_wait_s", round_log.wait_s, step=step)
+        logger.log_scalar("round_decode_s", round_log.decode_s, step=step)
+        logger.log_scalar(
+            "round_compute_s_max", max(round_log.compute_s.values(), default=0.0), step=step
+        )
+        logger.log_scalar("round_learners_used", float(len(round_log.learners_used)), step=step)
+        logger.log_scalar("round_stragglers", float(len(round_log.stragglers)), step=step)
+        logger.log_scalar("round_failures", float(len(round_log.failures)), step=step)
+
+
+def iteration_row(log: IterationLog, returns: ReturnPoint | None) -> dict[str, object]:
+    """The iteration's ``rounds.csv`` row: the log's record with both returns in place of the sum."""
+    row = {key: value for key, value in log.as_row().items() if key != "episode_return"}
+    return {**row, **(returns.as_metrics() if returns is not None else {})}
