@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from torchrl.envs import EnvBase
+from torchrl.envs.batched_envs import BatchedEnvBase
 from torchrl.envs.utils import check_env_specs
 
 from marlplug.envs.scenario import EnvScenario
@@ -48,7 +49,11 @@ def check_env_object(env: object, component: Component) -> EnvBase:
             f"{_where(component)}: make() returned {type(env).__name__}, not a "
             f"torchrl.envs.EnvBase; return the TorchRL env"
         )
-    group_map: Any = getattr(env, "group_map", None)
+    try:
+        group_map: Any = getattr(env, "group_map", None)
+        got = type(group_map).__name__
+    except Exception as exc:  # e.g. a SerialEnv that was not started recurses in __getattr__
+        group_map, got = None, f"{type(exc).__name__} on reading it"
     valid = isinstance(group_map, Mapping) and all(
         isinstance(group, str)
         and isinstance(names, Sequence)
@@ -58,14 +63,14 @@ def check_env_object(env: object, component: Component) -> EnvBase:
     )
     if not valid or not group_map:
         batched = (
-            " (a SerialEnv/ParallelEnv forwards it as one value per copy: set "
+            " (a SerialEnv/ParallelEnv forwards it as one value per copy: start it and set "
             "env.group_map = dict(<one copy>.group_map) before returning it)"
-            if isinstance(group_map, list)
+            if isinstance(env, BatchedEnvBase) or isinstance(group_map, list)
             else ""
         )
         raise PluginError(
             f"{_where(component)}: env.group_map must be a dict of group name -> agent names, got "
-            f"{type(group_map).__name__}{batched}"
+            f"{got}{batched}"
         )
     return env
 
