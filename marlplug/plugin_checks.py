@@ -90,7 +90,7 @@ def component_problem(kind: str, name: object, component: object) -> str | None:
         "env key 'cooperative_navigation' must be '<backend>/<scenario>', e.g. 'mpe/cooperative_navigation'"
         >>> def mds(): ...
         >>> component_problem("code", "mds", mds)
-        "code 'mds' is the function mds(), not a class; return the class itself, e.g. {'mds': MyScheme}"
+        "code 'mds' is the function mds(), not a class; return the class itself, e.g. {'mds': MyCode}"
         >>> from marlplug.config import Options
         >>> class Coefficient(Options):
         ...     coef: float = 1.0
