@@ -31,8 +31,7 @@ def _status(info: PluginInfo) -> str:
     if info.disabled:
         return f"[yellow]disabled ({DISABLE_ENV_VAR})[/yellow]"
     if info.errors:
-        prefix = "failed to load: " if not info.loaded else ""
-        return f"[red]{escape(prefix + '; '.join(info.errors))}[/red]"
+        return f"[red]{escape('; '.join(info.errors))}[/red]"
     return "[green]ok[/green]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -145,3 +146,17 @@ def test_disable_env_var_skips_broken_plugin(broken_site: Path) -> None:
         MARLPLUG_DISABLE_PLUGINS="broken",
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_second_distribution_with_a_taken_entry_point_name_is_reported(
+    manager: PluginManager,
+) -> None:
+    # Two installed distributions declaring entry point "cka": the second is listed, not loaded.
+    second = metadata.EntryPoint(name="cka", value="marlplug.losses.plugin", group="marlplug")
+    manager._load_entry_point(second)
+    duplicate = manager.plugins["cka (?)"]
+    assert not duplicate.loaded and duplicate.status == "error"
+    assert "entry-point name 'cka' is already used by distribution 'marlplug-cka'" in (
+        duplicate.error or ""
+    )
+    assert manager.registry("loss").entry("cka").distribution == "marlplug-cka"
