@@ -160,3 +160,13 @@ def test_second_distribution_with_a_taken_entry_point_name_is_reported(
         duplicate.error or ""
     )
     assert manager.registry("loss").entry("cka").distribution == "marlplug-cka"
+
+
+def test_unknown_name_mentions_disabled_plugins() -> None:
+    manager = PluginManager.from_entry_points(strict=False, disabled={"cka"})
+    with pytest.raises(marlplug.ConfigError) as caught:
+        manager.registry("loss").get_component("cka", field="losses[1].name")
+    assert str(caught.value).splitlines() == [
+        "losses[1].name: unknown loss 'cka'; available: clip_ppo, redundancy",
+        "note: disabled by MARLPLUG_DISABLE_PLUGINS: cka (see `marlplug plugins`)",
+    ]
