@@ -327,20 +327,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
 def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     """Look every named component up in the registries and validate its options."""
     registries = get_plugin_manager().registries
-    envs = registries["env"]
-    if config.env.registry_key not in envs:
-        backends = sorted({key.split("/", 1)[0] for key in envs})
-        if config.env.backend not in backends:
-            raise ConfigError(
-                "env.backend: " + unknown_name_message("backend", config.env.backend, backends)
-            )
-        scenarios = sorted(
-            k.split("/", 1)[1] for k in envs if k.startswith(config.env.backend + "/")
-        )
-        raise ConfigError(
-            "env.name: "
-            + unknown_name_message(f"{config.env.backend} scenario", config.env.name, scenarios)
-        )
+    registries["env"].get_env(config.env.name, config.env.backend)  # unknown names raise here
     specs: list[tuple[str, ComponentSpec, str, list[str | int]]] = [
         ("env", config.env, config.env.registry_key, ["env"]),
         ("algorithm", config.algorithm, config.algorithm.name, ["algorithm"]),

@@ -14,5 +14,22 @@ class ConfigError(UserError):
     """A config value that does not validate; the message starts with the field's full path."""
 
 
+class UnknownComponentError(ConfigError):
+    """A component name (env, backend, code, loss, algorithm) that no loaded plugin provides.
+
+    Every unknown name raises this one class, in one format: the field, the bad name, the closest
+    valid name and all of them, plus a note when a plugin that might provide it failed to load.
+    It is a :class:`ConfigError`, so ``except ConfigError`` catches every bad config value.
+
+    Example:
+        >>> from marlplug.plugins import get_component
+        >>> try:
+        ...     get_component("loss", "redundency", field="losses[1].name")
+        ... except ConfigError as exc:
+        ...     print(str(exc).split(";")[0])
+        losses[1].name: unknown loss 'redundency' (did you mean 'redundancy'?)
+    """
+
+
 class PluginError(UserError):
-    """A plugin problem the user must fix: a name clash, or a broken plugin in strict mode."""
+    """A plugin problem the user must fix: a name clash, a broken component or plugin (strict mode)."""

@@ -3,6 +3,14 @@
 A plugin is a module (or object) exposed under the ``marlplug`` entry-point group whose functions are
 marked with :data:`marlplug.hookimpl`. Each hook returns a mapping from component names to components;
 names must be unique per kind across every installed plugin.
+
+What the loader checks (:mod:`marlplug.plugins`, :mod:`marlplug.plugin_checks`): a hook must return a
+mapping; each value must be a class whose ``Options`` (a pydantic model) has only fields its
+constructor accepts, since components are built as ``cls(**options.model_dump())``; an env is an
+:class:`marlplug.envs.EnvScenario` keyed ``"<backend>/<scenario>"`` whose ``Options`` subclasses
+:class:`marlplug.envs.ScenarioOptions`. A component that fails a check, or whose name is taken
+(built-ins load first, then plugins by entry-point name: the first one keeps the name), is skipped
+and reported by ``marlplug plugins``; the plugin's other components still load.
 """
 
 from __future__ import annotations
@@ -23,10 +31,13 @@ def marlplug_envs() -> Mapping[str, Any]:
     """Return environment scenario classes keyed by ``"<backend>/<scenario>"``.
 
     Called once when the registries are built. Each value subclasses
-    :class:`marlplug.envs.EnvScenario`: it has an ``Options`` pydantic model, takes those options as
-    keyword arguments, and its ``make(num_envs=, seed=, device=)`` returns a TorchRL ``EnvBase``
-    whose agent groups (``"agent"``, ``"adversary"``) are nested keys. A config selects one with
-    ``env: {name: <scenario>, backend: <backend>}``.
+    :class:`marlplug.envs.EnvScenario`: it has an ``Options`` model subclassing
+    :class:`marlplug.envs.ScenarioOptions`, takes those options as keyword arguments, and its
+    ``make(num_envs=, seed=, device=)`` returns a TorchRL ``EnvBase`` whose agent groups
+    (``"agent"``, ``"adversary"``) are nested keys, with one ``group_map`` dict (a ``SerialEnv``
+    must set it from one copy). A plugin's env is rolled out once per process and options, on a
+    separate copy, against its specs when first built: data that does not match is an error naming
+    the env. A config selects one with ``env: {name: <scenario>, backend: <backend>}``.
 
     Example::
 

@@ -1,29 +1,59 @@
 """The plugin manager: loads every ``marlplug`` entry point and builds one registry per component kind.
 
-A plugin that fails to import, or whose hook raises, is recorded and reported while the others keep
-working; ``MARLPLUG_STRICT_PLUGINS=1`` turns that into an error and ``MARLPLUG_DISABLE_PLUGINS=a,b``
-blocks plugins by entry-point name.
+Isolation, as in pytest: a plugin that fails to import (any exception, ``SystemExit`` included; only
+``KeyboardInterrupt`` passes), whose hook raises or returns something else than a mapping, or whose
+component breaks the contract (:mod:`marlplug.plugin_checks`) is recorded and reported while the others
+keep working. Names are first come, first served: marlplug's own built-ins load first, then plugins
+by entry-point name, and a later plugin's component whose name is taken is skipped and reported.
+``MARLPLUG_STRICT_PLUGINS=1`` turns any of these into an error, ``MARLPLUG_DISABLE_PLUGINS=a,b``
+blocks plugins by entry-point name and ``MARLPLUG_DEBUG=1`` logs each failure with its traceback.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.metadata as metadata
+import logging
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import traceback
+from collections.abc import Mapping
 from typing import Any
 
 import pluggy
 
 from marlplug import hookspecs
-from marlplug.errors import PluginError, UserError
+from marlplug.errors import PluginError, UnknownComponentError, UserError
+from marlplug.plugin_checks import component_problem
+from marlplug.registry import (
+    DISABLE_ENV_VAR,
+    Component,
+    PluginInfo,
+    Registry,
+    unknown_name_message,
+)
 from marlplug.switches import env_flag
+
+__all__ = [
+    "DEBUG_ENV_VAR",
+    "DISABLE_ENV_VAR",
+    "ENTRY_POINT_GROUP",
+    "KIND_HOOKS",
+    "STRICT_ENV_VAR",
+    "Component",
+    "PluginInfo",
+    "PluginManager",
+    "Registry",
+    "UnknownComponentError",
+    "get_component",
+    "get_plugin_manager",
+    "unknown_name_message",
+]
 
 ENTRY_POINT_GROUP = "marlplug"
 STRICT_ENV_VAR = "MARLPLUG_STRICT_PLUGINS"
-DISABLE_ENV_VAR = "MARLPLUG_DISABLE_PLUGINS"
+DEBUG_ENV_VAR = "MARLPLUG_DEBUG"
+#: The distribution whose entry points are the built-ins; they load first, so their names win.
+BUILTIN_DISTRIBUTION = "marlplug"
 
 #: Component kind -> the hook that provides it.
 KIND_HOOKS: dict[str, str] = {
@@ -33,109 +63,16 @@ KIND_HOOKS: dict[str, str] = {
     "algorithm": "marlplug_algorithms",
 }
 
-
-def unknown_name_message(what: str, name: str, choices: list[str]) -> str:
-    """One line naming the bad ``name``, the closest of ``choices`` and all of them.
-
-    >>> unknown_name_message("code", "mdss", ["ldpc", "mds"])
-    "unknown code 'mdss' (did you mean 'mds'?); available: ldpc, mds"
-    """
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown {what} '{name}'{hint}; available: {', '.join(choices) or '(none installed)'}"
-
-
-class UnknownComponentError(UserError):
-    """A component name that no installed plugin provides."""
-
-
-@dataclass(frozen=True)
-class Component:
-    """One registered component and where it came from."""
-
-    kind: str
-    name: str
-    obj: Any
-    plugin: str
-    distribution: str
-
-
-class Registry(Mapping[str, Any]):
-    """Components of one kind, keyed by name; ``registry["mds"]`` returns the component itself.
-
-    Example:
-        >>> from marlplug.plugins import get_plugin_manager
-        >>> codes = get_plugin_manager().registry("code")
-        >>> "mds" in codes
-        True
-    """
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._entries: dict[str, Component] = {}
-
-    def add(self, component: Component) -> None:
-        existing = self._entries.get(component.name)
-        if existing is not None:
-            raise PluginError(
-                f"{self.kind} name '{component.name}' is registered twice: by distribution "
-                f"'{existing.distribution}' (plugin '{existing.plugin}') and by distribution "
-                f"'{component.distribution}' (plugin '{component.plugin}')"
-            )
-        self._entries[component.name] = component
-
-    def __getitem__(self, name: str) -> Any:
-        return self._entries[name].obj
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._entries))
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def entry(self, name: str) -> Component:
-        """The :class:`Component` record (with its plugin and distribution) for ``name``."""
-        return self._entries[name]
-
-    def get_component(self, name: str, *, field: str | None = None) -> Any:
-        """Return the component called ``name`` or raise a one-line error listing the choices.
-
-        Args:
-            name: the component name from a config file or the command line.
-            field: the config path to name in the error (``"losses[1].name"``).
-        """
-        if name in self._entries:
-            return self._entries[name].obj
-        where = f"{field}: " if field else ""
-        raise UnknownComponentError(where + unknown_name_message(self.kind, name, list(self)))
-
-
-@dataclass
-class PluginInfo:
-    """What ``marlplug plugins`` shows about one entry point."""
-
-    name: str
-    distribution: str
-    version: str
-    module: str
-    hooks: list[str] = field(default_factory=list)
-    components: dict[str, list[str]] = field(default_factory=dict)
-    error: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "hooks": self.hooks,
-            "components": self.components,
-            "error": self.error,
-        }
+logger = logging.getLogger(__name__)
 
 
 def _disabled_names() -> set[str]:
     return {n.strip() for n in os.environ.get(DISABLE_ENV_VAR, "").split(",") if n.strip()}
+
+
+def _load_order(entry_point: metadata.EntryPoint) -> tuple[bool, str, str]:
+    distribution = entry_point.dist.name if entry_point.dist is not None else ""
+    return (distribution != BUILTIN_DISTRIBUTION, entry_point.name, distribution)
 
 
 class PluginManager:
@@ -153,7 +90,9 @@ class PluginManager:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
-        self.registries: dict[str, Registry] = {kind: Registry(kind) for kind in KIND_HOOKS}
+        self.registries: dict[str, Registry] = {
+            kind: Registry(kind, self.plugins) for kind in KIND_HOOKS
+        }
 
     @classmethod
     def from_entry_points(
@@ -164,20 +103,25 @@ class PluginManager:
             strict=env_flag(STRICT_ENV_VAR) if strict is None else strict,
             disabled=_disabled_names() if disabled is None else disabled,
         )
-        for entry_point in sorted(
-            metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
-        ):
+        for entry_point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=_load_order):
             manager._load_entry_point(entry_point)
-        manager._build_registries()
+        for name, info in list(manager.plugins.items()):
+            plugin = manager.pm.get_plugin(name)
+            if info.loaded and plugin is not None:
+                manager._collect(name, plugin)
         return manager
 
-    def _record_failure(self, info: PluginInfo, message: str) -> None:
-        info.error = message
+    def _record_failure(
+        self, info: PluginInfo, message: str, exc: BaseException | None = None
+    ) -> None:
+        info.errors.append(message)
+        if exc is not None and info.traceback is None:
+            info.traceback = "".join(traceback.format_exception(exc))
         if self.strict:
             raise PluginError(
                 f"plugin '{info.name}' from '{info.distribution}' failed: {message} "
                 f"(unset {STRICT_ENV_VAR} to continue without it)"
-            )
+            ) from exc
 
     def _load_entry_point(self, entry_point: metadata.EntryPoint) -> None:
         dist = entry_point.dist
@@ -187,52 +131,71 @@ class PluginManager:
             version=dist.version if dist is not None else "?",
             module=entry_point.value,
         )
-        if info.name in self.plugins:
-            other = self.plugins[info.name]
-            raise PluginError(
-                f"plugin name '{info.name}' is used by distribution '{other.distribution}' "
-                f"and by distribution '{info.distribution}'"
+        key = info.name
+        if key in self.plugins:
+            # Two distributions use one entry-point name: the first keeps it, the second is reported.
+            other = self.plugins[key]
+            key = f"{info.name} ({info.distribution})"
+            self.plugins[key] = info
+            info.loaded = False
+            self._record_failure(
+                info,
+                f"entry-point name '{info.name}' is already used by distribution "
+                f"'{other.distribution}'; one of them must rename it",
             )
-        self.plugins[info.name] = info
+            return
+        self.plugins[key] = info
         if info.name in self.disabled:
             self.pm.set_blocked(info.name)
-            info.error = f"disabled by {DISABLE_ENV_VAR}"
+            info.disabled, info.loaded = True, False
             return
         try:
             plugin = entry_point.load()
-        except Exception as exc:  # a broken plugin must not take the others down
-            self._record_failure(info, f"import failed: {type(exc).__name__}: {exc}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit included: a plugin must not end every command
+            info.loaded, info.lost_components = False, True
+            self._record_failure(info, f"import failed: {_exception_line(exc)}", exc)
             return
+        self._register_hooks(info, plugin)
+
+    def _register_hooks(self, info: PluginInfo, plugin: object) -> None:
         try:
             self.pm.register(plugin, name=info.name)
             self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            self.pm.unregister(name=info.name)
-            self._record_failure(info, f"invalid hook: {exc}")
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            if self.pm.get_plugin(info.name) is plugin:
+                self.pm.unregister(name=info.name)
+            info.loaded, info.lost_components = False, True
+            self._record_failure(info, f"invalid hook: {exc}", exc)
             return
         info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
 
-    def register(self, plugin: object, *, name: str, distribution: str = "(registered)") -> None:
-        """Register an in-process plugin object (for tests and notebooks) and add its components."""
+    def register(
+        self, plugin: object, *, name: str, distribution: str = "(registered)"
+    ) -> PluginInfo:
+        """Register an in-process plugin object (for tests and notebooks) and add its components.
+
+        It follows the rules of installed plugins: a component whose name is taken is skipped and
+        reported in the returned record's ``errors`` (an error in strict mode).
+        """
+        if name in self.plugins:
+            raise PluginError(f"a plugin named '{name}' is already registered")
         info = PluginInfo(name=name, distribution=distribution, version="", module=repr(plugin))
         self.plugins[name] = info
-        self.pm.register(plugin, name=name)
-        self.pm.check_pending()
-        info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
-        self._collect(name, plugin)
+        self._register_hooks(info, plugin)
+        if info.loaded:
+            self._collect(name, plugin)
+        return info
 
     def unregister(self, name: str) -> None:
         """Remove a plugin registered with :meth:`register` and its components."""
-        self.pm.unregister(name=name)
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
         self.plugins.pop(name, None)
         for registry in self.registries.values():
             for component_name in [n for n in registry if registry.entry(n).plugin == name]:
                 del registry._entries[component_name]
-
-    def _build_registries(self) -> None:
-        for name, plugin in self.pm.list_name_plugin():
-            if plugin is not None:
-                self._collect(name, plugin)
 
     def _collect(self, plugin_name: str, plugin: object) -> None:
         info = self.plugins[plugin_name]
@@ -241,15 +204,33 @@ class PluginManager:
             if impl is None:
                 continue
             try:
-                provided = dict(impl())
-            except Exception as exc:
-                self._record_failure(info, f"hook {hook_name} raised {type(exc).__name__}: {exc}")
+                provided = impl()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                info.lost_components = True
+                self._record_failure(info, f"hook {hook_name} raised {_exception_line(exc)}", exc)
                 continue
-            for component_name, obj in provided.items():
-                self.registries[kind].add(
-                    Component(kind, component_name, obj, plugin_name, info.distribution)
+            if not isinstance(provided, Mapping):
+                info.lost_components = True
+                self._record_failure(
+                    info,
+                    f"hook {hook_name} returned {type(provided).__name__}, expected a mapping "
+                    f"from names to components, e.g. {{'my_{kind}': My{kind.capitalize()}}}",
                 )
-            info.components[kind] = sorted(provided)
+                continue
+            registered = []
+            for component_name, obj in provided.items():
+                problem = component_problem(kind, component_name, obj)
+                if problem is None:
+                    component = Component(kind, component_name, obj, plugin_name, info.distribution)
+                    problem = self.registries[kind].add(component)
+                if problem is not None:
+                    info.skipped[f"{kind}:{component_name}"] = problem
+                    self._record_failure(info, problem)
+                else:
+                    registered.append(component_name)
+            info.components[kind] = sorted(registered)
 
     def registry(self, kind: str) -> Registry:
         """The registry for ``kind`` (one of ``env``, ``code``, ``loss``, ``algorithm``)."""
@@ -258,14 +239,37 @@ class PluginManager:
         return self.registries[kind]
 
     def report(self) -> list[PluginInfo]:
-        """Every plugin with its hooks, components and error, sorted by name."""
+        """Every plugin with its hooks, components and errors, sorted by name."""
         return [self.plugins[name] for name in sorted(self.plugins)]
+
+    def failures(self) -> list[PluginInfo]:
+        """Plugins with a problem (not disabled ones), in report order."""
+        return [info for info in self.report() if info.errors]
+
+
+def _exception_line(exc: BaseException) -> str:
+    """``ImportError: message``; a ``SystemExit`` says it was an exit (its code, not its message)."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the plugin called sys.exit({exc.code!r})"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 @functools.cache
 def get_plugin_manager() -> PluginManager:
-    """The process-wide plugin manager, loaded from entry points on first use."""
-    return PluginManager.from_entry_points()
+    """The process-wide plugin manager, loaded from entry points on first use.
+
+    Each plugin problem is logged once as a warning (one line; with its traceback when
+    ``MARLPLUG_DEBUG`` is on), so a broken plugin is never silent.
+    """
+    manager = PluginManager.from_entry_points()
+    debug = env_flag(DEBUG_ENV_VAR)
+    for info in manager.failures():
+        detail = f"\n{info.traceback}" if debug and info.traceback else ""
+        logger.warning(
+            "warning: %s: %s (see `marlplug plugins`)%s", info.label(), info.error, detail
+        )
+    return manager
 
 
 def get_component(kind: str, name: str, *, field: str | None = None) -> Any:

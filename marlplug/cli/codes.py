@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import click
 from rich.console import Console
@@ -12,8 +13,8 @@ from rich.table import Table
 from marlplug.coding.analysis import AnalysisSettings, CodeReport, analyze_code, recommend
 from marlplug.coding.decoding import DEFAULT_MAX_CONDITION
 from marlplug.coding.stragglers import FixedCountStragglers, RandomStragglers, StragglerModel
-from marlplug.errors import UserError
-from marlplug.plugins import get_plugin_manager
+from marlplug.errors import PluginError, UserError
+from marlplug.plugins import Component, get_plugin_manager
 
 
 @click.group()
@@ -51,6 +52,21 @@ def _table(reports: list[CodeReport], settings: AnalysisSettings) -> Table:
             *[f"{report.recovery[k]:.2f}" for k in ks],
         )
     return table
+
+
+def _analyze(
+    name: str, scheme_class: Any, entry: Component, settings: AnalysisSettings
+) -> CodeReport:
+    """Analyze one code; a plugin's code that crashes becomes a :class:`PluginError` naming it."""
+    try:
+        return analyze_code(name, scheme_class(), settings)
+    except UserError:
+        raise
+    except Exception as exc:  # a broken third-party code must not end the command for every code
+        raise PluginError(
+            f"code '{name}' of plugin '{entry.plugin}' (distribution '{entry.distribution}') "
+            f"failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 @codes.command()
@@ -148,12 +164,12 @@ def analyze(
     names = (
         [n.strip() for n in code_names.split(",") if n.strip()] if code_names else list(registry)
     )
-    schemes = {name: registry.get_component(name, field="--codes")() for name in names}
+    classes = {name: registry.get_component(name, field="--codes") for name in names}
     reports: list[CodeReport] = []
     skipped: dict[str, str] = {}
-    for name, scheme in schemes.items():
+    for name, scheme_class in classes.items():
         try:
-            reports.append(analyze_code(name, scheme, settings))
+            reports.append(_analyze(name, scheme_class, registry.entry(name), settings))
         except UserError as exc:
             if explicit:
                 raise

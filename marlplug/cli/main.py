@@ -63,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and turn user mistakes into exit status 2 with a short message."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or env_flag("MARLPLUG_DEBUG")
+    if debug:  # the plugin loader then logs each failing plugin's traceback (marlplug.plugins)
+        os.environ["MARLPLUG_DEBUG"] = "1"
     # TorchRL logs INFO lines to stdout, which would corrupt `--json` output; read at its import.
     os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
     keep_freed_memory()

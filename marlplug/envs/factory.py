@@ -6,9 +6,9 @@ from typing import Any
 
 from torchrl.envs import EnvBase
 
+from marlplug.envs.checks import check_env_object, check_specs_against_data
 from marlplug.envs.scenario import EnvScenario
-from marlplug.errors import ConfigError
-from marlplug.plugins import get_plugin_manager, unknown_name_message
+from marlplug.plugins import get_plugin_manager
 
 
 def available_envs() -> dict[str, list[str]]:
@@ -23,20 +23,18 @@ def available_envs() -> dict[str, list[str]]:
 def get_scenario(name: str, *, backend: str = "mpe") -> type[EnvScenario]:
     """The scenario class registered as ``"<backend>/<name>"``, or a config error naming the field.
 
+    Raises:
+        UnknownComponentError: (a :class:`ConfigError`) unknown backend or scenario; the message
+            names ``env.backend`` or ``env.name``, the closest name and a plugin that failed to load.
+
     Example:
         >>> get_scenario("keep_away").Options().agents
         2
     """
-    envs = available_envs()
-    if backend not in envs:
-        raise ConfigError("env.backend: " + unknown_name_message("backend", backend, list(envs)))
-    if name not in envs[backend]:
-        raise ConfigError(
-            "env.name: " + unknown_name_message(f"{backend} scenario", name, envs[backend])
-        )
-    component = get_plugin_manager().registry("env")[f"{backend}/{name}"]
-    assert isinstance(component, type)
-    return component
+    component = get_plugin_manager().registry("env").get_env(name, backend)
+    # The plugin manager registers only EnvScenario subclasses (marlplug.plugin_checks).
+    scenario: type[EnvScenario] = component.obj
+    return scenario
 
 
 def make_env(
@@ -64,14 +62,18 @@ def make_env(
         A TorchRL ``EnvBase`` with groups ``"agent"`` (and ``"adversary"``) and ``env.group_map``.
 
     Raises:
-        ConfigError: unknown backend or scenario, or an option that does not validate; the message
-            names the field (``env.adversaries: must be fewer than agents (4) ...``).
+        ConfigError: unknown backend or scenario (an ``UnknownComponentError``), or an option that
+            does not validate; the message names the field (``env.adversaries: must be fewer ...``).
+        PluginError: a plugin's env that breaks the contract: ``make`` returns no ``EnvBase`` with a
+            ``group_map`` dict, or its data does not match its specs (checked once per process on a
+            separate copy, for plugins' envs only); the message names the env, plugin and fix.
 
     Example:
         >>> env = make_env("cooperative_navigation", agents=3, seed=0)
         >>> env.rollout(3)["next", "agent", "reward"].shape
         torch.Size([3, 3, 1])
     """
-    scenario_cls = get_scenario(name, backend=backend)
-    scenario = scenario_cls(**options)
-    return scenario.make(num_envs=num_envs, seed=seed, device=device)
+    component = get_plugin_manager().registry("env").get_env(name, backend)
+    scenario = component.obj(**options)
+    check_specs_against_data(scenario, component)
+    return check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)

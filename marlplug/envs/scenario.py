@@ -45,7 +45,10 @@ class EnvScenario(ABC):
 
     def __init__(self, **options: Any) -> None:
         validated = validate_options(self.Options, options, ["env"])
-        assert isinstance(validated, ScenarioOptions)
+        if not isinstance(validated, ScenarioOptions):  # the plugin manager rejects such classes
+            raise TypeError(
+                f"{type(self).__name__}.Options must subclass marlplug.envs.ScenarioOptions"
+            )
         self.options = validated
 
     def make(self, *, num_envs: int = 1, seed: int | None = None, device: str = "cpu") -> EnvBase:

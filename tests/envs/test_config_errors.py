@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
 
-from marlplug import ConfigError, MarlplugConfig, hookimpl
+from marlplug import ConfigError, MarlplugConfig, hookimpl, load_config
 from marlplug.config import validate_options
 from marlplug.envs import get_scenario, make_env
 from marlplug.envs.mpe import CooperativeNavigation
 from marlplug.envs.options import ScenarioOptions
+from marlplug.errors import UnknownComponentError
 from marlplug.plugins import get_plugin_manager
 
 
@@ -107,3 +108,58 @@ def test_config_file_env_section() -> None:
         _env_from_config({"env": {"name": "keep_away", "agents": 8, "adversaries": 8}})
     with pytest.raises(ConfigError, match=r"^env.backend: unknown backend 'gym'"):
         _env_from_config({"env": {"name": "keep_away", "backend": "gym"}})
+
+
+# --------------------------------------------------------------------------- unknown names: one family
+
+_UNKNOWN = r"^{field}: unknown {what} '{name}' \(did you mean '{close}'\?\); available: "
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "what", "name", "close"),
+    [
+        (["env.name=keep_awy"], r"env\.name", "mpe scenario", "keep_awy", "keep_away"),
+        (["env.backend=vmass"], r"env\.backend", "backend", "vmass", "vmas"),
+        (
+            ["losses=[clip_ppo, redundancyy]"],
+            r"losses\[1\]\.name",
+            "loss",
+            "redundancyy",
+            "redundancy",
+        ),
+        (["algorithm.name=maddgp"], r"algorithm\.name", "algorithm", "maddgp", "maddpg"),
+        (
+            ["coding.scheme=mdss", "coding.learners=4", "algorithm.name=maddpg"],
+            r"coding\.scheme\.name",
+            "code",
+            "mdss",
+            "mds",
+        ),
+    ],
+)
+def test_every_unknown_name_raises_one_error_class_in_one_format(
+    overrides: list[str], field: str, what: str, name: str, close: str
+) -> None:
+    with pytest.raises(UnknownComponentError) as caught:
+        load_config(overrides=overrides)
+    assert isinstance(caught.value, ConfigError)
+    assert re.match(
+        _UNKNOWN.format(field=field, what=what, name=name, close=close), str(caught.value)
+    )
+
+
+def test_unknown_env_from_make_env_is_the_same_error() -> None:
+    with pytest.raises(UnknownComponentError, match=r"^env\.name: unknown mpe scenario 'keep_awy'"):
+        make_env("keep_awy")
+    with pytest.raises(UnknownComponentError, match=r"^env\.backend: unknown backend 'mpee'"):
+        get_scenario("keep_away", backend="mpee")
+
+
+@pytest.mark.parametrize("override", ["env.name=keep_awy", "losses=[clip_ppo, redundancyy]"])
+def test_cli_prints_one_line_and_exits_2_for_any_unknown_name(
+    run_cli: Callable[..., Any], override: str
+) -> None:
+    result = run_cli("config", "show", "--set", override)
+    assert result.exit_code == 2
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert re.match(r"error: (env\.name|losses\[1\]\.name): unknown ", result.err)

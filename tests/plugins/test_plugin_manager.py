@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,7 @@ import pytest
 import marlplug
 from marlplug.errors import PluginError
 from marlplug.plugins import PluginManager, get_plugin_manager
-
-BROKEN_PACKAGE = Path(__file__).parent / "broken_plugin"
+from tests.plugins.installed import marlplug_with
 
 
 class ExtraCode:
@@ -48,10 +46,19 @@ def test_registered_plugin_adds_and_removes_components(manager: PluginManager) -
     assert "test_only_code" not in manager.registry("code")
 
 
-def test_name_clash_names_both_distributions(manager: PluginManager) -> None:
+def test_name_clash_is_reported_and_the_first_registration_wins(manager: PluginManager) -> None:
     manager.register(TwoCodes(), name="first", distribution="dist-one")
+    second = manager.register(TwoCodes(), name="second", distribution="dist-two")
+    assert second.status == "error"
+    assert re.search(r"'test_only_code'.*'dist-one'.*'dist-two'", second.error or "")
+    assert manager.registry("code").entry("test_only_code").distribution == "dist-one"
+
+
+def test_name_clash_is_an_error_in_strict_mode() -> None:
+    strict = PluginManager.from_entry_points(strict=True, disabled=set())
+    strict.register(TwoCodes(), name="first", distribution="dist-one")
     with pytest.raises(PluginError, match=r"'test_only_code'.*'dist-one'.*'dist-two'"):
-        manager.register(TwoCodes(), name="second", distribution="dist-two")
+        strict.register(TwoCodes(), name="second", distribution="dist-two")
 
 
 def test_hook_that_raises_is_recorded(manager: PluginManager) -> None:
@@ -82,14 +89,17 @@ def test_misspelled_hook_is_rejected(manager: PluginManager) -> None:
         def marlplug_codez(self) -> Mapping[str, Any]:
             return {}
 
-    with pytest.raises(Exception, match="marlplug_codez"):
-        manager.register(Misspelled(), name="misspelled")
+    info = manager.register(Misspelled(), name="misspelled")
+    assert info.status == "error" and not info.loaded
+    assert "marlplug_codez" in (info.error or "")
 
 
 def test_disabled_plugin_is_blocked_and_listed() -> None:
     manager = PluginManager.from_entry_points(strict=False, disabled={"cka"})
     assert "cka" not in manager.registry("loss")
-    assert manager.plugins["cka"].error == "disabled by MARLPLUG_DISABLE_PLUGINS"
+    assert manager.plugins["cka"].status == "disabled"
+    assert manager.plugins["cka"].error is None  # disabled is not failed
+    assert manager.failures() == []
 
 
 def test_unknown_component_suggests_closest(manager: PluginManager) -> None:
@@ -102,62 +112,33 @@ def test_process_wide_manager_is_cached() -> None:
 
 
 @pytest.fixture(scope="module")
-def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def broken_site(installed_site: Callable[[str], Path]) -> Path:
     """The broken plugin, really installed by pip into its own folder (kept off the shared venv)."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(target),
-            str(BROKEN_PACKAGE),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return target
-
-
-def _marlplug(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PYTHONPATH": str(site), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "marlplug.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=False,
-    )
+    return installed_site("broken_plugin")
 
 
 def test_broken_installed_plugin_is_listed_with_its_error(broken_site: Path) -> None:
-    result = _marlplug(broken_site, "plugins", "--json")
+    result = marlplug_with(broken_site, "plugins", "--json")
     assert result.returncode == 0, result.stderr
     listing = {entry["name"]: entry for entry in json.loads(result.stdout)}
     assert listing["broken"]["distribution"] == "marlplug-broken"
     assert "needs a dependency that is not installed" in listing["broken"]["error"]
     assert listing["cka"]["error"] is None and listing["cka"]["components"] == {"loss": ["cka"]}
     # Every other command still runs.
-    shown = _marlplug(broken_site, "config", "show", "--set", "losses=[clip_ppo, cka]")
+    shown = marlplug_with(broken_site, "config", "show", "--set", "losses=[clip_ppo, cka]")
     assert shown.returncode == 0, shown.stderr
     assert "name: cka" in shown.stdout
 
 
 def test_strict_mode_fails_on_broken_installed_plugin(broken_site: Path) -> None:
-    result = _marlplug(broken_site, "config", "show", MARLPLUG_STRICT_PLUGINS="1")
+    result = marlplug_with(broken_site, "config", "show", MARLPLUG_STRICT_PLUGINS="1")
     assert result.returncode == 2
     assert "plugin 'broken' from 'marlplug-broken' failed" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_disable_env_var_skips_broken_plugin(broken_site: Path) -> None:
-    result = _marlplug(
+    result = marlplug_with(
         broken_site,
         "config",
         "show",
@@ -165,3 +146,27 @@ def test_disable_env_var_skips_broken_plugin(broken_site: Path) -> None:
         MARLPLUG_DISABLE_PLUGINS="broken",
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_second_distribution_with_a_taken_entry_point_name_is_reported(
+    manager: PluginManager,
+) -> None:
+    # Two installed distributions declaring entry point "cka": the second is listed, not loaded.
+    second = metadata.EntryPoint(name="cka", value="marlplug.losses.plugin", group="marlplug")
+    manager._load_entry_point(second)
+    duplicate = manager.plugins["cka (?)"]
+    assert not duplicate.loaded and duplicate.status == "error"
+    assert "entry-point name 'cka' is already used by distribution 'marlplug-cka'" in (
+        duplicate.error or ""
+    )
+    assert manager.registry("loss").entry("cka").distribution == "marlplug-cka"
+
+
+def test_unknown_name_mentions_disabled_plugins() -> None:
+    manager = PluginManager.from_entry_points(strict=False, disabled={"cka"})
+    with pytest.raises(marlplug.ConfigError) as caught:
+        manager.registry("loss").get_component("cka", field="losses[1].name")
+    assert str(caught.value).splitlines() == [
+        "losses[1].name: unknown loss 'cka'; available: clip_ppo, redundancy",
+        "note: disabled by MARLPLUG_DISABLE_PLUGINS: cka (see `marlplug plugins`)",
+    ]
