@@ -164,6 +164,8 @@ def check_algorithm(
     *,
     options: Mapping[str, Any] | None = None,
     case: AlgorithmCase | None = None,
+    env: str = "cooperative_navigation",
+    env_options: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> None:
     """Run the whole contract; raises ``AssertionError`` naming what failed.
@@ -172,7 +174,9 @@ def check_algorithm(
         algorithm_class: the class a plugin registers.
         options: options to build it with.
         case: the program, state and batch to update; default: :func:`off_policy_case` (for
-            algorithms with ``bind``).
+            algorithms with ``bind``) on ``env`` built with ``env_options``.
+        env: the mpe scenario the default case collects transitions from.
+        env_options: its options (default: 3 agents).
         seed: the seed of the update.
 
     Examples:
@@ -182,7 +186,7 @@ def check_algorithm(
     check_options(algorithm_class, options)
     algorithm = build_algorithm(algorithm_class, options)
     if case is None:
-        case = off_policy_case(algorithm, seed=seed)
+        case = off_policy_case(algorithm, env=env, env_options=env_options, seed=seed)
         check_off_policy_program(algorithm, case, seed=seed)
     check_update(case, seed=seed)
 
@@ -207,13 +211,18 @@ class AlgorithmContract:
     algorithm_class: ClassVar[type]
     #: Options to build it with (small networks keep the suite fast).
     options: ClassVar[Mapping[str, Any]] = {}
+    #: The mpe scenario and options the default :meth:`make_case` collects transitions from.
+    env: ClassVar[str] = "cooperative_navigation"
+    env_options: ClassVar[Mapping[str, Any]] = {"agents": 3}
     seed: ClassVar[int] = 0
     #: If set, the name the installed plugin registers the class under.
     registered_name: ClassVar[str | None] = None
 
     def make_case(self, algorithm: Any) -> AlgorithmCase:
         """The program, state and batch to check; default :func:`off_policy_case`."""
-        return off_policy_case(algorithm, seed=self.seed)
+        return off_policy_case(
+            algorithm, env=self.env, env_options=self.env_options, seed=self.seed
+        )
 
     def test_options(self) -> None:
         check_options(self.algorithm_class, self.options)

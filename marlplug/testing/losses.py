@@ -62,10 +62,10 @@ def check_value(loss: nn.Module, features: list[torch.Tensor]) -> torch.Tensor:
     assert isinstance(value, torch.Tensor), f"{where}: returned {type(value).__name__}"
     assert value.ndim == 0, f"{where}: returned shape {tuple(value.shape)}, not a scalar"
     assert value.dtype.is_floating_point, f"{where}: returned dtype {value.dtype}"
-    assert torch.isfinite(value), f"{where}: returned {float(value)}"
-    assert torch.equal(loss(features), value), f"{where}: two calls on the same input differ"
+    assert torch.isfinite(value), f"{where}: returned {float(value.detach())}"
     for original, feature in zip(before, features, strict=True):
         assert torch.equal(original, feature.detach()), f"{where}: modified its input in place"
+    assert torch.equal(loss(features), value), f"{where}: two calls on the same input differ"
     return value
 
 
@@ -84,7 +84,10 @@ def check_dead_column(loss: nn.Module, widths: Sequence[int] = WIDTHS) -> None:
     features = [f.detach().clone() for f in make_features(widths, seed=1)]
     features[0][:, 0] = 1.0
     features = [f.requires_grad_() for f in features]
-    value = check_value(loss, features)
+    try:
+        value = check_value(loss, features)
+    except AssertionError as exc:
+        raise AssertionError(f"with a constant feature column (a dead unit): {exc}") from None
     grads = torch.autograd.grad(value, features, allow_unused=True)
     assert all(g is None or torch.isfinite(g).all() for g in grads), (
         f"{type(loss).__name__}: a constant feature column gives non-finite gradients"
