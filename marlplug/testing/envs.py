@@ -219,16 +219,14 @@ class EnvScenarioContract:
     def test_options(self) -> None:
         check_options(self.scenario_class, self.options)
 
-    @pytest.mark.parametrize("copies", [1, 2])
-    def test_specs_and_rollout(self, copies: int) -> None:
-        if copies not in self.num_envs:
-            pytest.skip(f"num_envs={copies} not in {self.num_envs}")
+    def test_specs_and_rollout(self) -> None:
         scenario = self._scenario()
-        env = scenario.make(num_envs=copies, seed=self.seed)
-        check_group_map(env, scenario.options.agents)
-        check_batch_size(env, copies)
-        check_group_specs(env)
-        check_rollout_matches_specs(env, self.steps)
+        for copies in self.num_envs:
+            env = scenario.make(num_envs=copies, seed=self.seed)
+            check_group_map(env, scenario.options.agents)
+            check_batch_size(env, copies)
+            check_group_specs(env)
+            check_rollout_matches_specs(env, self.steps)
 
     def test_seeding(self) -> None:
         for copies in self.num_envs:
