@@ -38,4 +38,6 @@ def test_configuration_reference_is_generated_from_the_schemas() -> None:
     manager = PluginManager.from_entry_points(strict=False, disabled=set())
     expected = render_reference(manager, distributions={"marlplug"})
     actual = (DOCS / "configuration.md").read_text()
-    assert actual == expected, "run: marlplug config reference > docs/configuration.md"
+    assert actual == expected, (
+        "run: marlplug config reference --builtins-only > docs/configuration.md"
+    )

@@ -32,11 +32,15 @@ def check(path: str, overrides: tuple[str, ...]) -> None:
 
 
 @config.command()
-@click.option("--all-plugins", is_flag=True, help="Include third-party plugins' components.")
-def reference(all_plugins: bool) -> None:
-    """Print the configuration reference (Markdown) generated from the schemas."""
-    from marlplug.config_reference import render_reference
+@click.option(
+    "--builtins-only",
+    is_flag=True,
+    help="Only marlplug's own components (how docs/configuration.md is generated).",
+)
+def reference(builtins_only: bool) -> None:
+    """Print the configuration reference (Markdown) of marlplug and every installed plugin."""
+    from marlplug.config_reference import BUILTIN_DISTRIBUTION, render_reference
     from marlplug.plugins import get_plugin_manager
 
-    distributions = None if all_plugins else {"marlplug"}
+    distributions = {BUILTIN_DISTRIBUTION} if builtins_only else None
     click.echo(render_reference(get_plugin_manager(), distributions=distributions), nl=False)
