@@ -133,7 +133,7 @@ def check_seeding(
 
 def check_render(env: EnvBase) -> np.ndarray:
     """After a reset, :func:`marlplug.envs.render_frame` gives a non-blank ``[H, W, 3]`` uint8 frame
-    (mpe2/PettingZoo envs must be built with ``render_mode="rgb_array"``)."""
+    (mpe envs are drawn from their world; other PettingZoo envs need ``render_mode="rgb_array"``)."""
     env.reset()
     frame = render_frame(env)
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3, (

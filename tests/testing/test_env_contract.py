@@ -47,17 +47,6 @@ class ListGroupMap(CooperativeNavigation):
         return env
 
 
-class NoRender(CooperativeNavigation):
-    """A PettingZoo env built without ``render_mode="rgb_array"``."""
-
-    def _single(self, device: str) -> Any:
-        from torchrl.envs import PettingZooWrapper
-
-        return PettingZooWrapper(
-            self.parallel_env(render_mode=None), categorical_actions=True, device=device
-        )
-
-
 class Unseeded(CooperativeNavigation):
     """Ignores the seed it is given."""
 
@@ -70,10 +59,9 @@ class Unseeded(CooperativeNavigation):
     ("broken", "message"),
     [
         (ListGroupMap, "group_map must be a dict"),
-        (NoRender, r"render_mode='rgb_array'"),
         (Unseeded, "differs"),
     ],
-    ids=["group_map-list", "no-render-mode", "ignores-seed"],
+    ids=["group_map-list", "ignores-seed"],
 )
 def test_the_contract_catches(broken: type[MpeScenario], message: str) -> None:
     num_envs = (2,) if broken is ListGroupMap else (1,)

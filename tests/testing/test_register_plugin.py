@@ -71,7 +71,7 @@ def test_a_clashing_component_name_leaves_nothing_behind() -> None:
     def marlplug_codes() -> Mapping[str, Any]:
         return {"test_only": ScratchCode, "mds": ScratchCode}
 
-    with pytest.raises(PluginError, match="'mds' is registered twice"):
+    with pytest.raises(PluginError, match="'mds' is already registered"):
         _enter_and_leave(SimpleNamespace(marlplug_codes=marlplug_codes))
     assert not _registered()
     assert get_component("code", "mds") is not ScratchCode
