@@ -7,12 +7,13 @@ documented agent order: groups in ``env.group_map`` order, agents in group order
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from marlplug.config import Options as ConfigOptions
+from marlplug.errors import UserError
 
 
 @runtime_checkable
@@ -52,3 +53,56 @@ class AuxLoss(nn.Module):
         """Detached statistics about ``features`` for logging; none by default."""
         del features
         return {}
+
+
+def _describe(name: str) -> str:
+    """``aux loss 'name'`` plus the distribution that registered it, when it is a plugin."""
+    try:
+        from marlplug.plugins import get_plugin_manager
+
+        entry = get_plugin_manager().registry("loss").entry(name)
+        return f"aux loss '{name}' (from {entry.distribution})"
+    except Exception:  # not registered (built by hand): the name alone says enough
+        return f"aux loss '{name}'"
+
+
+def call_aux_loss(name: str, aux: Any, features: list[torch.Tensor]) -> torch.Tensor:
+    """Call ``aux(features)`` and check it returned a float scalar tensor.
+
+    A wrong return type or shape, or an exception inside the aux loss, becomes a one-line
+    :class:`UserError` naming the loss and the fix. (Non-finite values are the trainer's to report.)
+
+    Examples:
+        >>> call_aux_loss("mine", lambda features: features[0].sum(), [torch.ones(2, 3)])
+        tensor(6.)
+        >>> call_aux_loss("mine", lambda features: 1.0, [torch.ones(2, 3)])
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.UserError: aux loss 'mine' returned float; it must return a scalar float tensor (e.g. torch.stack(terms).sum(), not .item())
+    """
+    try:
+        value = aux(features)
+    except UserError:
+        raise
+    except Exception as error:
+        message = str(error).splitlines()[0] if str(error) else ""
+        raise UserError(
+            f"{_describe(name)} raised {type(error).__name__}: {message} (it is called with a list "
+            f"of {len(features)} [rows, d] feature tensors, one per agent)"
+        ) from error
+    if not isinstance(value, torch.Tensor):
+        raise UserError(
+            f"{_describe(name)} returned {type(value).__name__}; it must return a scalar float "
+            "tensor (e.g. torch.stack(terms).sum(), not .item())"
+        )
+    if value.ndim != 0:
+        raise UserError(
+            f"{_describe(name)} returned a tensor of shape {list(value.shape)}; it must return a "
+            "scalar (reduce it, e.g. .sum() or .mean())"
+        )
+    if not value.dtype.is_floating_point:
+        raise UserError(
+            f"{_describe(name)} returned a {value.dtype} scalar; it must return a floating-point "
+            "scalar (an integer loss has no gradient)"
+        )
+    return value
