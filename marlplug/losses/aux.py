@@ -7,6 +7,8 @@ documented agent order: groups in ``env.group_map`` order, agents in group order
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -106,3 +108,41 @@ def call_aux_loss(name: str, aux: Any, features: list[torch.Tensor]) -> torch.Te
             "scalar (an integer loss has no gradient)"
         )
     return value
+
+
+class AuxBackwardCheck:
+    """Warns once when a backward pass went through the PPO terms but skipped an aux loss: the
+    symptom of a TorchRL loop that sums only ``loss_objective + loss_critic + loss_entropy``."""
+
+    def __init__(self) -> None:
+        self.reached: dict[str, bool] = {}
+        self.warned = False
+
+    def _mark(self, name: str) -> Any:
+        def hook(grad: torch.Tensor) -> None:
+            self.reached[name] = True
+
+        return hook
+
+    def check(self) -> None:
+        if self.warned or not self.reached.get("loss_objective", False):
+            return
+        missing = [name for name, reached in self.reached.items() if not reached]
+        if missing:
+            self.warned = True
+            warnings.warn(
+                f"JointPPOLoss: the backward pass used loss_objective but not {', '.join(missing)}; "
+                "sum every loss_* entry (marlplug.losses.sum_losses(loss_vals)), see docs/torchrl.md",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def arm(self, objective: torch.Tensor, aux: Mapping[str, torch.Tensor]) -> None:
+        self.check()
+        self.reached = {}
+        if not aux or not objective.requires_grad:
+            return
+        for name, value in {"loss_objective": objective, **aux}.items():
+            if value.requires_grad:
+                self.reached[name] = False
+                value.register_hook(self._mark(name))

@@ -7,7 +7,6 @@ differs, and why, is listed in docs/joint_ppo.md.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,70 +15,30 @@ from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule
 from torch import nn
 from torchrl.objectives import LossModule
-from torchrl.objectives.utils import ValueEstimators, default_value_kwargs
+from torchrl.objectives.utils import ValueEstimators
 
 from marlplug.errors import UserError
 from marlplug.losses.agent_layout import agent_count
-from marlplug.losses.aux import call_aux_loss
+from marlplug.losses.aux import AuxBackwardCheck, call_aux_loss
 from marlplug.losses.ppo_keys import (
     REDUCTIONS,
     AcceptedKeys,
     CriticLossType,
     as_group_mapping,
-    in_group,
     relative_key,
     resolve_settings,
 )
 from marlplug.losses.ppo_terms import PpoSettings, group_terms
-from marlplug.losses.value import JointGAE
+from marlplug.losses.torchrl_api import TorchRLConventions
 
 __all__ = ["CriticLossType", "JointPPOLoss", "sum_losses"]
 
 #: ClipPPOLoss arguments JointPPOLoss does not implement: passing a non-default value is an error.
 _UNSUPPORTED = ("advantage_norm", "delay_actor", "max_importance_ratio", "gamma", "separate_losses")
 _RENAMED = {"entropy_coef": "entropy_coeff", "critic_coef": "critic_coeff"}
-_DIAGNOSTICS = ("clip_fraction", "approx_kl", "explained_variance")
 
 
-class _AuxBackwardCheck:
-    """Warns once when a backward pass went through the PPO terms but skipped an aux loss: the
-    symptom of a TorchRL loop that sums only ``loss_objective + loss_critic + loss_entropy``."""
-
-    def __init__(self) -> None:
-        self.reached: dict[str, bool] = {}
-        self.warned = False
-
-    def _mark(self, name: str) -> Any:
-        def hook(grad: torch.Tensor) -> None:
-            self.reached[name] = True
-
-        return hook
-
-    def check(self) -> None:
-        if self.warned or not self.reached.get("loss_objective", False):
-            return
-        missing = [name for name, reached in self.reached.items() if not reached]
-        if missing:
-            self.warned = True
-            warnings.warn(
-                f"JointPPOLoss: the backward pass used loss_objective but not {', '.join(missing)}; "
-                "sum every loss_* entry (marlplug.losses.sum_losses(loss_vals)), see docs/torchrl.md",
-                UserWarning,
-                stacklevel=3,
-            )
-
-    def arm(self, objective: torch.Tensor, aux: Mapping[str, torch.Tensor]) -> None:
-        self.check()
-        self.reached = {}
-        if not aux or not objective.requires_grad:
-            return
-        for name, value in {"loss_objective": objective, **aux}.items():
-            if value.requires_grad:
-                self.reached[name] = False
-                value.register_hook(self._mark(name))
-
-
-class JointPPOLoss(LossModule):
+class JointPPOLoss(TorchRLConventions, LossModule):
     """Clipped PPO for every agent of every group, plus auxiliary losses on every agent's features.
 
     Takes the arguments of TorchRL's ``ClipPPOLoss``/``MAPPOLoss`` with the same meanings and, by
@@ -234,7 +193,7 @@ class JointPPOLoss(LossModule):
         self.advantage_eps = advantage_eps
         self._value_hyperparams: dict[str, Any] = {}
         self._out_keys: list[NestedKey] | None = None
-        self._aux_check = _AuxBackwardCheck()
+        self._aux_check = AuxBackwardCheck()
         self._keys_from_actor(actors[self.groups[0]])
 
     @staticmethod
@@ -251,125 +210,6 @@ class JointPPOLoss(LossModule):
             raise UserError(
                 f"reduction: got {settings['reduction']!r}; choose {', '.join(REDUCTIONS)}"
             )
-
-    def _keys_from_actor(self, actor: Any) -> None:
-        """Read the log-prob and action keys off the actor, as ClipPPOLoss does."""
-        try:
-            log_prob_keys, action_keys = actor.log_prob_keys, actor.dist_sample_keys
-        except AttributeError:
-            return
-        if log_prob_keys and action_keys:
-            self.tensor_keys.sample_log_prob = relative_key(log_prob_keys[0], self.groups)
-            self.tensor_keys.action = relative_key(action_keys[0], self.groups)
-
-    @property
-    def functional(self) -> bool:
-        # The networks are used with their own parameters; no functional copies, no target nets.
-        return False
-
-    # ------------------------------------------------------------------ TorchRL conventions
-
-    @property
-    def actor_network(self) -> nn.Module:
-        """The actor (the ModuleDict of actors when there are several groups)."""
-        return self.actor_networks[self.groups[0]] if len(self.groups) == 1 else self.actor_networks
-
-    @property
-    def critic_network(self) -> nn.Module:
-        """The critic (the ModuleDict of critics when there are several groups)."""
-        if len(self.groups) == 1:
-            return self.critic_networks[self.groups[0]]
-        return self.critic_networks
-
-    @property
-    def actor_network_params(self) -> TensorDictBase:
-        """Every group's actor parameters, ``{group: ...}`` (``target_actor_network_params``:
-        their detached data)."""
-        return TensorDict.from_module(self.actor_networks)
-
-    @property
-    def critic_network_params(self) -> TensorDictBase:
-        """Every group's critic parameters, ``{group: ...}``, as the value estimator takes them
-        (``GAE(data, params=loss.critic_network_params, target_params=...)``)."""
-        return TensorDict.from_module(self.critic_networks)
-
-    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
-        # Nothing to forward: the estimator holds this loss's tensor_keys and reads them per call.
-        del kwargs
-
-    def make_value_estimator(
-        self, value_type: ValueEstimators | None = None, **hyperparams: Any
-    ) -> JointPPOLoss:
-        """Build the per-agent value estimator: TorchRL's ``MultiAgentGAE`` for every group.
-
-        Args:
-            value_type: ``ValueEstimators.GAE`` (default) or ``ValueEstimators.MAGAE`` (the same
-                estimator: team-level rewards and done flags are broadcast over the agents).
-            **hyperparams: ``gamma``, ``lmbda`` and any other :class:`~torchrl.objectives.value.GAE`
-                keyword argument.
-        """
-        value_type = value_type or self.default_value_estimator
-        if value_type not in self.SUPPORTED_VALUE_ESTIMATORS:
-            raise UserError(
-                f"JointPPOLoss: value estimator {value_type} is not supported; available: GAE, MAGAE"
-            )
-        settings = {**default_value_kwargs(value_type), **hyperparams}
-        settings.pop("device", None)
-        self._value_hyperparams = dict(hyperparams)
-        self.value_type = value_type
-        self._value_estimator = JointGAE(
-            {group: self.critic_networks[group] for group in self.groups},
-            keys=self.tensor_keys,
-            **settings,
-        )
-        return self
-
-    def _key(self, name: str, group: str) -> tuple[str, ...]:
-        return in_group(getattr(self.tensor_keys, name), group, self.groups)
-
-    @property
-    def in_keys(self) -> list[NestedKey]:
-        keys: list[NestedKey] = []
-        for group in self.groups:
-            actor_keys = list(getattr(self.actor_networks[group], "in_keys"))  # noqa: B009
-            keys += actor_keys + [("next", *_tuple(key)) for key in actor_keys]
-            keys += list(getattr(self.critic_networks[group], "in_keys"))  # noqa: B009
-            keys += [self._key(name, group) for name in ("action", "sample_log_prob")]
-            keys += [("next", *self._key(n, group)) for n in ("reward", "done", "terminated")]
-        return list(dict.fromkeys(keys))
-
-    @property
-    def out_keys(self) -> list[NestedKey]:
-        """What :meth:`forward` writes (narrow it with :meth:`select_out_keys`)."""
-        if self._out_keys is None:
-            keys: list[NestedKey] = ["loss_objective", "clip_fraction"]
-            if self.entropy_bonus:
-                keys += ["entropy", "loss_entropy"]
-            if self.critic_coeff:
-                keys.append("loss_critic")
-            if self.clip_value is not None:
-                keys.append("value_clip_fraction")
-            if self.log_explained_variance:
-                keys.append("explained_variance")
-            keys += ["ESS", "kl_approx", "max_ratio", "mean_ratio"]
-            keys += [f"loss_{name}" for name in self.aux_losses]
-            if self.aux_losses:
-                keys.append("aux_stats")
-            keys += list(self.groups)
-            self._out_keys = keys
-        return self._out_keys
-
-    @out_keys.setter
-    def out_keys(self, values: list[NestedKey]) -> None:
-        self._out_keys = values
-
-    def extra_repr(self) -> str:
-        return (
-            f"groups={self.groups}, clip_epsilon={self.clip_epsilon}, "
-            f"entropy_coeff={self.entropy_coeff}, critic_coeff={self.critic_coeff}, "
-            f"loss_critic_type={self.loss_critic_type!r}, clip_value={self.clip_value}, "
-            f"normalize_advantage={self.normalize_advantage}, reduction={self.reduction!r}"
-        )
 
     # ------------------------------------------------------------------ the loss
 
@@ -481,10 +321,10 @@ class JointPPOLoss(LossModule):
         if self.clip_value is not None and "diag/value_clip_fraction" in terms[self.groups[0]]:
             out.set("value_clip_fraction", diagnostic("value_clip_fraction").mean())
         if self.log_explained_variance:
-            out.set("explained_variance", diagnostic("explained_variance").mean())
+            out.set("explained_variance", diagnostic("explained_variance").unsqueeze(-1))
         ratio = joined("ratio")
         out.set("ESS", diagnostic("ess"))
-        out.set("kl_approx", diagnostic("approx_kl").mean())
+        out.set("kl_approx", diagnostic("kl_approx").mean())
         out.set("max_ratio", ratio.max())
         out.set("mean_ratio", ratio.mean())
         self._add_aux(
@@ -500,7 +340,7 @@ class JointPPOLoss(LossModule):
             stats = {
                 name.removeprefix("diag/"): value
                 for name, value in terms[group].items()
-                if name.startswith("diag/") and name != "diag/ess"
+                if name.startswith("diag/") and name not in ("diag/ess", "diag/kl_approx")
             }
             out.set(group, TensorDict(stats, batch_size=[terms[group]["objective"].shape[-1]]))
         return out
@@ -530,10 +370,6 @@ class JointPPOLoss(LossModule):
                 n_agents = next(iter(self.critic_networks[group].parameters())).shape[0]
             slices.extend((group, index) for index in range(n_agents))
         return slices
-
-
-def _tuple(key: NestedKey) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def _require(value: torch.Tensor | None, key: NestedKey) -> torch.Tensor:

@@ -108,6 +108,8 @@ def group_terms(
             "entropy": entropy.mean(dim=0),
             "clip_fraction": (clipped_log_ratio != log_ratio).to(ratio.dtype).mean(dim=0),
             "approx_kl": ((ratio - 1.0) - log_ratio).mean(dim=0),
+            # TorchRL's kl_approx: the plain mean of log(pi_old / pi).
+            "kl_approx": (-log_ratio).mean(dim=0),
             "explained_variance": 1.0 - residual / (torch.var(target, dim=0, correction=0) + eps),
             # TorchRL's effective sample size, per agent, divided by the rows.
             "ess": (2 * log_ratio.logsumexp(0) - (2 * log_ratio).logsumexp(0)).exp()
