@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> list[float]:
         terminated=(group, "terminated"),
     )
     loss_module.make_value_estimator(ValueEstimators.GAE, gamma=0.99, lmbda=0.9)
-    GAE = loss_module.value_estimator  # noqa: N806 - the tutorial's name
+    GAE = loss_module.value_estimator  # the tutorial's name
     optim = torch.optim.Adam(loss_module.parameters(), 3e-4)
 
     rewards: list[float] = []

@@ -124,7 +124,8 @@ class TorchRLConventions:
             keys += actor_keys + [("next", *_tuple(key)) for key in actor_keys]
             keys += list(getattr(self.critic_networks[group], "in_keys"))  # noqa: B009
             keys += [self._key(name, group) for name in ("action", "sample_log_prob")]
-            keys += [("next", *self._key(n, group)) for n in ("reward", "done", "terminated")]
+            # done/terminated may be env-level flags (broadcast by the estimator): not required.
+            keys.append(("next", *self._key("reward", group)))
         return list(dict.fromkeys(keys))
 
     @property
@@ -151,6 +152,10 @@ class TorchRLConventions:
     @out_keys.setter
     def out_keys(self, values: list[NestedKey]) -> None:
         self._out_keys = values
+
+    def __repr__(self) -> str:
+        # TensorDictModuleBase's repr lists keys only; nn.Module's shows the settings and networks.
+        return nn.Module.__repr__(self)  # type: ignore[arg-type]
 
     def extra_repr(self) -> str:
         return (
