@@ -139,7 +139,7 @@ def test_point3_repr_out_keys_and_select_out_keys() -> None:
     assert set(clip.out_keys) <= set(loss.out_keys)
     data = rollout(policy)
     loss.value_estimator(data)
-    assert set(loss(data).keys()) == set(loss.out_keys)  # noqa: SIM118
+    assert set(loss(data).keys()) == set(loss.out_keys)
     loss.select_out_keys("loss_objective", "loss_critic")
     # Leaves: the hook's select() may keep an empty ("agents",) node (the in_keys' prefix).
     assert set(loss(data).keys(True, True)) == {"loss_objective", "loss_critic"}
