@@ -21,10 +21,11 @@ from marlplug.errors import UserError
 from marlplug.losses.agent_layout import agent_count
 from marlplug.losses.aux import AuxBackwardCheck, call_aux_loss
 from marlplug.losses.ppo_keys import (
-    REDUCTIONS,
     AcceptedKeys,
     CriticLossType,
     as_group_mapping,
+    check_extra_arguments,
+    check_settings,
     relative_key,
     resolve_settings,
 )
@@ -32,10 +33,6 @@ from marlplug.losses.ppo_terms import PpoSettings, group_terms
 from marlplug.losses.torchrl_api import TorchRLConventions
 
 __all__ = ["CriticLossType", "JointPPOLoss", "sum_losses"]
-
-#: ClipPPOLoss arguments JointPPOLoss does not implement: passing a non-default value is an error.
-_UNSUPPORTED = ("advantage_norm", "delay_actor", "max_importance_ratio", "gamma", "separate_losses")
-_RENAMED = {"entropy_coef": "entropy_coeff", "critic_coef": "critic_coeff"}
 
 
 class JointPPOLoss(TorchRLConventions, LossModule):
@@ -129,14 +126,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         device: Any = None,
         **kwargs: Any,
     ) -> None:
-        for old, new in _RENAMED.items():
-            if old in kwargs:
-                raise TypeError(f"'{old}' has been removed in torchrl v0.11. Please use '{new}'.")
-        for name in _UNSUPPORTED:
-            if kwargs.pop(name, None) not in (None, False):
-                raise UserError(f"JointPPOLoss: {name} is not supported (see docs/joint_ppo.md)")
-        if kwargs:
-            raise TypeError(f"JointPPOLoss got unexpected keyword arguments {sorted(kwargs)}")
+        check_extra_arguments(kwargs)
         if functional:
             raise UserError(
                 "JointPPOLoss: functional=True is not supported; the networks keep their own "
@@ -171,7 +161,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             raise UserError(
                 f"JointPPOLoss: actor groups {sorted(actors)} differ from critic groups {sorted(critics)}"
             )
-        self._check_settings(clip_epsilon, settings)
+        check_settings(clip_epsilon, settings)
         self.groups: list[str] = list(actors)
         self.actor_networks = nn.ModuleDict(actors)
         self.critic_networks = nn.ModuleDict({group: critics[group] for group in self.groups})
@@ -195,21 +185,6 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         self._out_keys: list[NestedKey] | None = None
         self._aux_check = AuxBackwardCheck()
         self._keys_from_actor(actors[self.groups[0]])
-
-    @staticmethod
-    def _check_settings(clip_epsilon: float, settings: Mapping[str, Any]) -> None:
-        if isinstance(settings["entropy_coeff"], Mapping):
-            raise UserError("JointPPOLoss: entropy_coeff must be a number (per-head maps: no)")
-        if not 0.0 < clip_epsilon < 1.0:
-            raise UserError(f"clip_epsilon: expected a value in (0, 1), got {clip_epsilon}")
-        if settings["loss_critic_type"] not in ("l2", "l1", "smooth_l1"):
-            raise UserError(
-                f"loss_critic_type: got {settings['loss_critic_type']!r}; choose l2, l1 or smooth_l1"
-            )
-        if settings["reduction"] not in REDUCTIONS:
-            raise UserError(
-                f"reduction: got {settings['reduction']!r}; choose {', '.join(REDUCTIONS)}"
-            )
 
     # ------------------------------------------------------------------ the loss
 

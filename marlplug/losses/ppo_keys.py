@@ -64,6 +64,51 @@ def resolve_settings(defaults: str, given: Mapping[str, Any]) -> dict[str, Any]:
     return settings
 
 
+#: ClipPPOLoss arguments JointPPOLoss does not implement: passing a non-default value is an error.
+UNSUPPORTED_ARGUMENTS = (
+    "advantage_norm",
+    "delay_actor",
+    "max_importance_ratio",
+    "gamma",
+    "separate_losses",
+)
+RENAMED_ARGUMENTS = {"entropy_coef": "entropy_coeff", "critic_coef": "critic_coeff"}
+
+
+def check_extra_arguments(kwargs: dict[str, Any]) -> None:
+    """Reject ClipPPOLoss arguments JointPPOLoss does not implement, removed names and typos.
+
+    Examples:
+        >>> check_extra_arguments({"delay_actor": False})  # the default: accepted
+        >>> check_extra_arguments({"delay_actor": True})
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.UserError: JointPPOLoss: delay_actor is not supported (see docs/joint_ppo.md)
+    """
+    for old, new in RENAMED_ARGUMENTS.items():
+        if old in kwargs:
+            raise TypeError(f"'{old}' has been removed in torchrl v0.11. Please use '{new}'.")
+    for name in UNSUPPORTED_ARGUMENTS:
+        if kwargs.pop(name, None) not in (None, False):
+            raise UserError(f"JointPPOLoss: {name} is not supported (see docs/joint_ppo.md)")
+    if kwargs:
+        raise TypeError(f"JointPPOLoss got unexpected keyword arguments {sorted(kwargs)}")
+
+
+def check_settings(clip_epsilon: float, settings: Mapping[str, Any]) -> None:
+    """One-line errors for settings out of range."""
+    if isinstance(settings["entropy_coeff"], Mapping):
+        raise UserError("JointPPOLoss: entropy_coeff must be a number (per-head maps: no)")
+    if not 0.0 < clip_epsilon < 1.0:
+        raise UserError(f"clip_epsilon: expected a value in (0, 1), got {clip_epsilon}")
+    if settings["loss_critic_type"] not in ("l2", "l1", "smooth_l1"):
+        raise UserError(
+            f"loss_critic_type: got {settings['loss_critic_type']!r}; choose l2, l1 or smooth_l1"
+        )
+    if settings["reduction"] not in REDUCTIONS:
+        raise UserError(f"reduction: got {settings['reduction']!r}; choose {', '.join(REDUCTIONS)}")
+
+
 @dataclass
 class AcceptedKeys:
     """Tensordict keys of :class:`~marlplug.losses.JointPPOLoss`: TorchRL's ClipPPOLoss keys plus
