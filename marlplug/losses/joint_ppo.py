@@ -341,8 +341,11 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         for group in self.groups:
             modules = [self.critic_networks[group], self.actor_networks[group]]
             n_agents = agent_count(modules)
-            if n_agents is None:
-                n_agents = next(iter(self.critic_networks[group].parameters())).shape[0]
+            if n_agents is None:  # no declared count: the leading dim of the stacked weights
+                params = [p for module in modules for p in module.parameters() if p.ndim > 0]
+                if not params:
+                    raise UserError(f"group '{group}': cannot tell the number of agents")
+                n_agents = int(params[0].shape[0])
             slices.extend((group, index) for index in range(n_agents))
         return slices
 
