@@ -3,6 +3,7 @@
 from marlplug.losses.aux import AuxLoss, AuxLossProtocol
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
+from marlplug.losses.ppo_keys import MARLPLUG_DEFAULTS, TORCHRL_DEFAULTS
 from marlplug.losses.redundancy import (
     RedundancyLoss,
     redundancy_all_pairs,
@@ -12,6 +13,8 @@ from marlplug.losses.redundancy import (
 from marlplug.losses.value import JointGAE
 
 __all__ = [
+    "MARLPLUG_DEFAULTS",
+    "TORCHRL_DEFAULTS",
     "AuxLoss",
     "AuxLossProtocol",
     "ClipPPO",

@@ -7,12 +7,15 @@ documented agent order: groups in ``env.group_map`` order, agents in group order
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import warnings
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from marlplug.config import Options as ConfigOptions
+from marlplug.errors import UserError
 
 
 @runtime_checkable
@@ -52,3 +55,94 @@ class AuxLoss(nn.Module):
         """Detached statistics about ``features`` for logging; none by default."""
         del features
         return {}
+
+
+def _describe(name: str) -> str:
+    """``aux loss 'name'`` plus the distribution that registered it, when it is a plugin."""
+    try:
+        from marlplug.plugins import get_plugin_manager
+
+        entry = get_plugin_manager().registry("loss").entry(name)
+        return f"aux loss '{name}' (from {entry.distribution})"
+    except Exception:  # not registered (built by hand): the name alone says enough
+        return f"aux loss '{name}'"
+
+
+def call_aux_loss(name: str, aux: Any, features: list[torch.Tensor]) -> torch.Tensor:
+    """Call ``aux(features)`` and check it returned a float scalar tensor.
+
+    A wrong return type or shape, or an exception inside the aux loss, becomes a one-line
+    :class:`UserError` naming the loss and the fix. (Non-finite values are the trainer's to report.)
+
+    Examples:
+        >>> call_aux_loss("mine", lambda features: features[0].sum(), [torch.ones(2, 3)])
+        tensor(6.)
+        >>> call_aux_loss("mine", lambda features: 1.0, [torch.ones(2, 3)])
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.UserError: aux loss 'mine' returned float; it must return a scalar float tensor (e.g. torch.stack(terms).sum(), not .item())
+    """
+    try:
+        value = aux(features)
+    except UserError:
+        raise
+    except Exception as error:
+        message = str(error).splitlines()[0] if str(error) else ""
+        raise UserError(
+            f"{_describe(name)} raised {type(error).__name__}: {message} (it is called with a list "
+            f"of {len(features)} [rows, d] feature tensors, one per agent)"
+        ) from error
+    if not isinstance(value, torch.Tensor):
+        raise UserError(
+            f"{_describe(name)} returned {type(value).__name__}; it must return a scalar float "
+            "tensor (e.g. torch.stack(terms).sum(), not .item())"
+        )
+    if value.ndim != 0:
+        raise UserError(
+            f"{_describe(name)} returned a tensor of shape {list(value.shape)}; it must return a "
+            "scalar (reduce it, e.g. .sum() or .mean())"
+        )
+    if not value.dtype.is_floating_point:
+        raise UserError(
+            f"{_describe(name)} returned a {value.dtype} scalar; it must return a floating-point "
+            "scalar (an integer loss has no gradient)"
+        )
+    return value
+
+
+class AuxBackwardCheck:
+    """Warns once when a backward pass went through the PPO terms but skipped an aux loss: the
+    symptom of a TorchRL loop that sums only ``loss_objective + loss_critic + loss_entropy``."""
+
+    def __init__(self) -> None:
+        self.reached: dict[str, bool] = {}
+        self.warned = False
+
+    def _mark(self, name: str) -> Any:
+        def hook(grad: torch.Tensor) -> None:
+            self.reached[name] = True
+
+        return hook
+
+    def check(self) -> None:
+        if self.warned or not self.reached.get("loss_objective", False):
+            return
+        missing = [name for name, reached in self.reached.items() if not reached]
+        if missing:
+            self.warned = True
+            warnings.warn(
+                f"JointPPOLoss: the backward pass used loss_objective but not {', '.join(missing)}; "
+                "sum every loss_* entry (marlplug.losses.sum_losses(loss_vals)), see docs/torchrl.md",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def arm(self, objective: torch.Tensor, aux: Mapping[str, torch.Tensor]) -> None:
+        self.check()
+        self.reached = {}
+        if not aux or not objective.requires_grad:
+            return
+        for name, value in {"loss_objective": objective, **aux}.items():
+            if value.requires_grad:
+                self.reached[name] = False
+                value.register_hook(self._mark(name))

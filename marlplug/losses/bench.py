@@ -171,7 +171,10 @@ def measure(
         hidden_size=hidden,
         feature_dim=hidden,
     )
-    joint_loss = JointPPOLoss(actor_network=model.actors, critic_network=model.critics)
+    # marlplug's settings: the same ones the separate ClipPPOLoss modules above get.
+    joint_loss = JointPPOLoss(
+        actor_network=model.actors, critic_network=model.critics, defaults="marlplug"
+    )
     ppo = PPO()
     joint_optimizer = ppo.make_optimizer(joint_loss, lr=1e-4)
     batch = _batch(model, rows)

@@ -69,14 +69,18 @@ class ClipPPO:
         aux_losses: Mapping[str, nn.Module] | None = None,
     ) -> JointPPOLoss:
         """A :class:`JointPPOLoss` with these settings over the given networks and aux losses."""
+        # Every setting explicit: marlplug's trainer keeps its own defaults whatever TorchRL's are.
         return JointPPOLoss(
             actor_network=actor_network,
             critic_network=critic_network,
             aux_losses=aux_losses,
+            defaults="marlplug",
             clip_epsilon=self.clip_range,
-            clip_value=self.clip_range_vf,
+            clip_value=False if self.clip_range_vf is None else self.clip_range_vf,
             entropy_coeff=self.ent_coef,
             critic_coeff=self.vf_coef,
             normalize_advantage=self.normalize_advantages,
+            normalize_advantage_exclude_dims=(-2,),
             loss_critic_type=self.loss_critic_type,
+            reduction="agent_sum",
         )

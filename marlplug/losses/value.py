@@ -1,7 +1,8 @@
-"""Per-agent GAE for every agent group: one TorchRL ``GAE`` per group, run over nested keys.
+"""Per-agent GAE for every agent group: one TorchRL ``MultiAgentGAE`` per group, over nested keys.
 
-Each agent gets its own advantages and value targets (rewards, values and done flags keep the agent
-dimension); a group without per-agent done flags inherits the env-level ones.
+Each agent gets its own advantages and value targets. Rewards and done flags are read inside the
+group; a group without its own done/terminated flags (or reward) uses the env-level ones, which
+``MultiAgentGAE`` broadcasts along the agent dimension.
 """
 
 from __future__ import annotations
@@ -12,34 +13,25 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule
-from torchrl.objectives.value import GAE
+from torchrl.objectives.value import MultiAgentGAE
 
-
-def expand_done_to_groups(tensordict: TensorDictBase, groups: list[str], keys: Any) -> None:
-    """Copy env-level ``("next", done/terminated)`` into each group that lacks per-agent flags."""
-    for group in groups:
-        for name in (keys.done, keys.terminated):
-            key = ("next", group, name)
-            if key in tensordict.keys(include_nested=True):
-                continue
-            reward = tensordict.get(("next", group, keys.reward))
-            flag = tensordict.get(("next", name))
-            tensordict.set(key, flag.unsqueeze(-2).expand(reward.shape))
+from marlplug.losses.ppo_keys import in_group, relative_key
 
 
 class JointGAE:
     """Generalized advantage estimation per agent, for every group of a :class:`JointPPOLoss`.
 
-    Called like TorchRL's value estimators: ``estimator(rollout)`` writes
-    ``(group, advantage)`` and ``(group, value_target)`` for every group. The rollout's last batch
-    dimension must be time. Truncated steps bootstrap from the next value but cut the trace;
-    terminated steps do not bootstrap.
+    Called like TorchRL's value estimators: ``estimator(rollout, params=..., target_params=...)``
+    writes the advantage and value target inside every group. The rollout's last batch dimension
+    must be time. Truncated steps bootstrap from the next value but cut the trace; terminated steps
+    do not bootstrap.
 
     Args:
-        critics: group name -> that group's critic (writes ``(group, value)``).
-        keys: the loss's ``tensor_keys`` (names inside each group).
+        critics: group name -> that group's critic.
+        keys: the loss's ``tensor_keys`` (absolute or relative to each group).
         gamma: discount factor.
         lmbda: GAE λ.
+        **gae_kwargs: any other :class:`~torchrl.objectives.value.GAE` keyword argument.
 
     Examples:
         >>> # built by JointPPOLoss.make_value_estimator(ValueEstimators.GAE, gamma=0.99, lmbda=0.95)
@@ -58,30 +50,49 @@ class JointGAE:
         self.keys = keys
         self.gamma = gamma
         self.lmbda = lmbda
-        self.estimators: dict[str, GAE] = {}
-        for group, critic in critics.items():
-            estimator = GAE(gamma=gamma, lmbda=lmbda, value_network=critic, **gae_kwargs)
-            estimator.set_keys(
-                advantage=(group, keys.advantage),
-                value_target=(group, keys.value_target),
-                value=(group, keys.value),
-                reward=(group, keys.reward),
-                done=(group, keys.done),
-                terminated=(group, keys.terminated),
-            )
-            self.estimators[group] = estimator
+        self.estimators: dict[str, MultiAgentGAE] = {
+            group: MultiAgentGAE(gamma=gamma, lmbda=lmbda, value_network=critic, **gae_kwargs)
+            for group, critic in critics.items()
+        }
+
+    def _signal_key(self, tensordict: TensorDictBase, group: str, name: str) -> Any:
+        """The group's own ``("next", group, ...)`` signal when the rollout has it, else the
+        env-level one (``MultiAgentGAE`` broadcasts it over the agents)."""
+        key = getattr(self.keys, name)
+        own = in_group(key, group, self.groups)
+        if ("next", *own) in tensordict.keys(include_nested=True):
+            return own
+        return relative_key(key, self.groups)
 
     def __call__(
-        self, tensordict: TensorDictBase, params: Any = None, target_params: Any = None
+        self,
+        tensordict: TensorDictBase,
+        params: TensorDictBase | None = None,
+        target_params: TensorDictBase | None = None,
+        **kwargs: Any,
     ) -> TensorDictBase:
         """Write advantages and value targets into ``tensordict`` (in place) and return it.
 
-        ``params``/``target_params`` are accepted for drop-in compatibility with TorchRL loops and
-        ignored: the critics are evaluated with their current weights, without gradients.
+        ``params``/``target_params`` are what ``loss.critic_network_params`` /
+        ``loss.target_critic_network_params`` give (one entry per group); ``None`` uses the
+        critics' own weights. Runs without gradients.
         """
-        del params, target_params
-        expand_done_to_groups(tensordict, self.groups, self.keys)
         with torch.no_grad():
-            for estimator in self.estimators.values():
-                estimator(tensordict)
+            for group, estimator in self.estimators.items():
+                estimator.set_keys(
+                    advantage=in_group(self.keys.advantage, group, self.groups),
+                    value_target=in_group(self.keys.value_target, group, self.groups),
+                    value=in_group(self.keys.value, group, self.groups),
+                    reward=self._signal_key(tensordict, group, "reward"),
+                    done=self._signal_key(tensordict, group, "done"),
+                    terminated=self._signal_key(tensordict, group, "terminated"),
+                )
+                estimator(
+                    tensordict,
+                    params=None if params is None else params.get(group),
+                    target_params=None if target_params is None else target_params.get(group),
+                    **kwargs,
+                )
         return tensordict
+
+    forward = __call__

@@ -1,15 +1,20 @@
 """Per-agent optimization over stacked weights: per-agent gradient norms, clipping, and a masked Adam.
 
-Every parameter of an agent group has the agent as its leading dimension. An agent's gradient slice is
-clipped by its own global L2 norm; an agent whose norm is not finite, or that is frozen, does not step,
-and neither its parameters nor its optimizer state (step count included) move.
+A per-agent parameter has the agent as its leading dimension. An agent's gradient slice is clipped by
+its own global L2 norm; an agent whose norm is not finite, or that is frozen, does not step, and
+neither its parameters nor its optimizer state (step count included) move.
+
+Shared parameters (``MultiAgentMLP(share_params=True)``) belong to every agent of their group, so no
+agent owns them: they are clipped by their own global L2 norm (one budget per group), they step only
+when every agent of the group steps (freezing any agent freezes them), and a non-finite shared
+gradient skips the whole group.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -17,11 +22,14 @@ from torch import nn
 from torch.optim.adam import adam as functional_adam
 
 from marlplug.errors import UserError
+from marlplug.losses.agent_layout import split_parameters
 
 
 @dataclass
 class AgentGroupParameters:
     """The parameters of one agent group; ``param[i]`` belongs to agent ``i`` of the group.
+
+    ``shared`` parameters have no agent dimension: every agent of the group uses all of them.
 
     Examples:
         >>> w = nn.Parameter(torch.zeros(3, 4))
@@ -32,6 +40,7 @@ class AgentGroupParameters:
     group: str
     n_agents: int
     params: list[nn.Parameter]
+    shared: list[nn.Parameter] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for param in self.params:
@@ -45,17 +54,16 @@ class AgentGroupParameters:
 def group_parameters(
     modules_by_group: Mapping[str, Sequence[nn.Module]],
 ) -> list[AgentGroupParameters]:
-    """Collect each group's stacked parameters from its modules (actor, critic, ...)."""
+    """Collect each group's per-agent and shared parameters from its modules (actor, critic, ...).
+
+    See :func:`marlplug.losses.agent_layout.split_parameters` for how they are told apart.
+    """
     groups = []
     for group, modules in modules_by_group.items():
-        unique: dict[int, nn.Parameter] = {}
-        for module in modules:
-            for param in module.parameters():
-                unique.setdefault(id(param), param)
-        params = list(unique.values())
-        if not params:
-            raise UserError(f"group '{group}' has no parameters")
-        groups.append(AgentGroupParameters(group=group, n_agents=params[0].shape[0], params=params))
+        n_agents, per_agent, shared = split_parameters(modules, group)
+        groups.append(
+            AgentGroupParameters(group=group, n_agents=n_agents, params=per_agent, shared=shared)
+        )
     return groups
 
 
@@ -105,6 +113,11 @@ def clip_grad_norm_per_agent_(
     """
     norms = per_agent_grad_norms(groups)
     finite = torch.isfinite(norms)
+    start = 0
+    for group in groups:
+        if group.shared and not _clip_shared_(group, max_norm):
+            finite[start : start + group.n_agents] = False
+        start += group.n_agents
     coefficients = (max_norm / (norms + 1e-6)).clamp(max=1.0)
     coefficients = torch.where(finite, coefficients, torch.zeros_like(coefficients))
     all_finite = bool(finite.all())
@@ -123,6 +136,25 @@ def clip_grad_norm_per_agent_(
             scaled = grad * _broadcastable(coef, grad).to(grad.dtype)
             param.grad = torch.where(_broadcastable(ok, grad), scaled, torch.zeros_like(grad))
     return norms, finite
+
+
+def _clip_shared_(group: AgentGroupParameters, max_norm: float) -> bool:
+    """Clip the group's shared gradients by their own global norm; ``False`` (and zeroed
+    gradients) when that norm is not finite."""
+    grads = [param.grad for param in group.shared if param.grad is not None]
+    if not grads:
+        return True
+    norm = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(grad, dtype=torch.float64) for grad in grads])
+    )
+    if not bool(torch.isfinite(norm)):
+        for grad in grads:
+            grad.zero_()
+        return False
+    coefficient = float((max_norm / (norm + 1e-6)).clamp(max=1.0))
+    for grad in grads:
+        grad.mul_(coefficient)
+    return True
 
 
 def adam_update(
@@ -190,7 +222,12 @@ class AgentAdam(torch.optim.Optimizer):
         param_groups: list[dict[str, Any]] = []
         for entry in params:
             if isinstance(entry, AgentGroupParameters):
-                param_groups.append({"params": entry.params, "agent_group": entry.group})
+                if entry.params:
+                    param_groups.append({"params": entry.params, "agent_group": entry.group})
+                if entry.shared:
+                    param_groups.append(
+                        {"params": entry.shared, "agent_group": entry.group, "shared": True}
+                    )
             else:
                 param_groups.append(dict(entry))
         super().__init__(param_groups, {"lr": lr, "betas": betas, "eps": eps})
@@ -208,14 +245,23 @@ class AgentAdam(torch.optim.Optimizer):
                 closure()
         for group in self.param_groups:
             name = group.get("agent_group")
+            shared = bool(group.get("shared", False))
+            group_mask = None
+            if active is not None and isinstance(name, str) and name in active:
+                group_mask = active[name].to(torch.bool)
             batch = _FusedBatch()
             for param in group["params"]:
                 if param.grad is None:
                     continue
+                if shared:
+                    # One slot: the whole group's parameter, stepped only when every agent steps.
+                    everyone = group_mask is None or bool(group_mask.all())
+                    batch.add(param, self._state_of(param, shared=True), torch.tensor([everyone]))
+                    continue
                 n_agents = param.shape[0]
                 mask = torch.ones(n_agents, dtype=torch.bool)
-                if active is not None and isinstance(name, str) and name in active:
-                    mask = active[name].to(torch.bool)
+                if group_mask is not None:
+                    mask = group_mask
                     if mask.shape != (n_agents,):
                         raise UserError(
                             f"AgentAdam: active[{name!r}] has shape {tuple(mask.shape)}; the "
@@ -224,10 +270,10 @@ class AgentAdam(torch.optim.Optimizer):
                 batch.add(param, self._state_of(param), mask)
             batch.step(group)
 
-    def _state_of(self, param: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _state_of(self, param: torch.Tensor, *, shared: bool = False) -> dict[str, torch.Tensor]:
         state = self.state[param]
         if not state:
-            state["step"] = torch.zeros(param.shape[0], dtype=torch.float32)
+            state["step"] = torch.zeros(1 if shared else param.shape[0], dtype=torch.float32)
             state["exp_avg"] = torch.zeros_like(param)
             state["exp_avg_sq"] = torch.zeros_like(param)
         # The fused kernel pairs elements in memory order, so the parameter and its moments must be
@@ -274,11 +320,17 @@ class _FusedBatch:
         assert param.grad is not None
         grad = param.grad.contiguous()  # the kernel walks param and grad in the same flat order
         steps = state["step"]
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        if param.ndim == 0 or steps.shape[0] != param.shape[0]:
+            # A shared parameter: one slot, seen through a leading dimension of size 1 (views, so
+            # the kernel's in-place writes land in the parameter and its moments).
+            param, grad = param.unsqueeze(0), grad.unsqueeze(0)
+            exp_avg, exp_avg_sq = exp_avg.unsqueeze(0), exp_avg_sq.unsqueeze(0)
         for start, stop in _lockstep_runs(mask, steps):
             self.params.append(param[start:stop])
             self.grads.append(grad[start:stop])
-            self.exp_avgs.append(state["exp_avg"][start:stop])
-            self.exp_avg_sqs.append(state["exp_avg_sq"][start:stop])
+            self.exp_avgs.append(exp_avg[start:stop])
+            self.exp_avg_sqs.append(exp_avg_sq[start:stop])
             self.steps.append(steps[start].clone())
         self.stepped.append((steps, mask))
 

@@ -61,4 +61,6 @@ def make_batch(model: JointActorCritic, *, rows: int = 64, seed: int = 1) -> Ten
 
 
 def make_loss(model: JointActorCritic, **kwargs: object) -> JointPPOLoss:
+    """A loss with marlplug's defaults (what the trainer uses), overridden by ``kwargs``."""
+    kwargs = {"defaults": "marlplug", **kwargs}
     return JointPPOLoss(actor_network=model.actors, critic_network=model.critics, **kwargs)  # type: ignore[arg-type]

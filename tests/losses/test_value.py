@@ -78,7 +78,7 @@ def test_gae_matches_a_hand_computed_example_with_terminal_and_truncated_steps()
     torch.testing.assert_close(td["agent", "value_target"][..., 0], expected_target)
 
 
-def test_env_level_done_flags_are_expanded_to_agents() -> None:
+def test_env_level_done_flags_are_broadcast_to_agents() -> None:
     critic = TensorDictModule(
         lambda obs: obs[..., :1],
         in_keys=[("agent", "observation")],
@@ -87,19 +87,24 @@ def test_env_level_done_flags_are_expanded_to_agents() -> None:
     model = make_model((("agent", 2),))
     loss = JointPPOLoss(actor_network=model.actors, critic_network={"agent": critic})
     loss.make_value_estimator(gamma=GAMMA, lmbda=LMBDA)
-    td = _rollout()
-    both_done = td["next", "agent", "done"].all(-2)
-    td["next", "done"] = both_done
-    td["next", "terminated"] = torch.zeros_like(both_done)
-    del td["next", "agent", "done"]
-    del td["next", "agent", "terminated"]
-    loss.value_estimator(td)
-    assert td["next", "agent", "done"].shape == (5, 2, 1)
-    assert td["next", "agent", "done"][3].all()
+    per_agent = _rollout()
+    both_done = per_agent["next", "agent", "done"].all(-2)
+    per_agent["next", "agent", "done"] = both_done.unsqueeze(-2).expand(5, 2, 1).clone()
+    per_agent["next", "agent", "terminated"] = torch.zeros(5, 2, 1, dtype=torch.bool)
+    env_level = per_agent.clone()
+    env_level["next", "done"] = both_done
+    env_level["next", "terminated"] = torch.zeros_like(both_done)
+    del env_level["next", "agent", "done"]
+    del env_level["next", "agent", "terminated"]
+    loss.value_estimator(per_agent)
+    loss.value_estimator(env_level)
+    torch.testing.assert_close(env_level["agent", "advantage"], per_agent["agent", "advantage"])
+    expected, _ = _hand_gae(per_agent)
+    torch.testing.assert_close(env_level["agent", "advantage"][..., 0], expected)
 
 
 def test_only_gae_is_supported() -> None:
     model = make_model()
     loss = JointPPOLoss(actor_network=model.actors, critic_network=model.critics)
-    with pytest.raises(UserError, match="available: GAE"):
+    with pytest.raises(UserError, match="available: GAE, MAGAE"):
         loss.make_value_estimator(ValueEstimators.TD0)
