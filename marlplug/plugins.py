@@ -1,5 +1,7 @@
 """The plugin manager: loads every ``marlplug`` entry point and builds one registry per component kind.
 
+A hook's value may be the component itself or a ``"module:attribute"`` string that is imported the
+first time the component is used, so listing plugins (``marlplug plugins``) never imports torch.
 A plugin that fails to import, or whose hook raises, is recorded and reported while the others keep
 working; ``MARLPLUG_STRICT_PLUGINS=1`` turns that into an error and ``MARLPLUG_DISABLE_PLUGINS=a,b``
 blocks plugins by entry-point name.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import importlib.metadata as metadata
 import os
 from collections.abc import Iterator, Mapping
@@ -51,13 +54,44 @@ class UnknownComponentError(UserError):
 
 @dataclass(frozen=True)
 class Component:
-    """One registered component and where it came from."""
+    """One registered component and where it came from.
+
+    ``provided`` is what the plugin's hook returned for the name: the component itself, or a
+    ``"module:attribute"`` reference that :attr:`obj` imports on first use.
+
+    Example:
+        >>> Component("code", "mds", "marlplug.coding.codes:MDSCode", "codes", "marlplug").obj.name
+        'mds'
+    """
 
     kind: str
     name: str
-    obj: Any
+    provided: Any
     plugin: str
     distribution: str
+
+    @functools.cached_property
+    def obj(self) -> Any:
+        """The component, imported now if the plugin gave a ``"module:attribute"`` reference."""
+        if not isinstance(self.provided, str):
+            return self.provided
+        module_name, _, attribute = self.provided.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:  # report which plugin broke, not a bare ImportError
+            raise PluginError(
+                f"{self.kind} '{self.name}' of plugin '{self.plugin}' (distribution "
+                f"'{self.distribution}') failed to load '{self.provided}': "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def _check_reference(name: str, provided: Any) -> None:
+    """A string component must be a ``"module:attribute"`` reference."""
+    if isinstance(provided, str):
+        module_name, colon, attribute = provided.partition(":")
+        if not (module_name and colon and attribute):
+            raise ValueError(f"'{name}': '{provided}' is not a 'module:attribute' reference")
 
 
 class Registry(Mapping[str, Any]):
@@ -85,7 +119,7 @@ class Registry(Mapping[str, Any]):
         self._entries[component.name] = component
 
     def __getitem__(self, name: str) -> Any:
-        return self._entries[name].obj
+        return self._entries[name].obj  # imports a lazily registered component now
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self._entries))
@@ -242,14 +276,27 @@ class PluginManager:
                 continue
             try:
                 provided = dict(impl())
+                for component_name, value in provided.items():
+                    _check_reference(component_name, value)
             except Exception as exc:
                 self._record_failure(info, f"hook {hook_name} raised {type(exc).__name__}: {exc}")
                 continue
-            for component_name, obj in provided.items():
+            for component_name, value in provided.items():
                 self.registries[kind].add(
-                    Component(kind, component_name, obj, plugin_name, info.distribution)
+                    Component(kind, component_name, value, plugin_name, info.distribution)
                 )
             info.components[kind] = sorted(provided)
+
+    def import_components(self) -> None:
+        """Import every lazily registered component now; a failure is recorded on its plugin
+        (or raised in strict mode), as for a plugin that fails to import."""
+        for registry in self.registries.values():
+            for name in registry:
+                entry = registry.entry(name)
+                try:
+                    entry.obj  # noqa: B018 -- the import is the point
+                except PluginError as exc:
+                    self._record_failure(self.plugins[entry.plugin], str(exc))
 
     def registry(self, kind: str) -> Registry:
         """The registry for ``kind`` (one of ``env``, ``code``, ``loss``, ``algorithm``)."""

@@ -13,10 +13,17 @@ from marlplug.plugins import KIND_HOOKS, PluginManager
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
-def plugins(as_json: bool) -> None:
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also import every component now (plugins may defer that to first use) and report failures.",
+)
+def plugins(as_json: bool, check: bool) -> None:
     """List installed plugins: distribution, version, hooks, components by kind, load errors."""
     # A fresh manager: this command reports on plugins even when strict mode would refuse them.
     manager = PluginManager.from_entry_points(strict=False)
+    if check:
+        manager.import_components()
     report = manager.report()
     if as_json:
         click.echo(json.dumps([info.as_json() for info in report], indent=2))
