@@ -37,6 +37,8 @@ _LAZY = {
     "JointEnv": "marlplug.train",
     "JointStepResult": "marlplug.train",
     "JointPolicy": "marlplug.train",
+    # building models and losses from a config
+    # (the lead adds ``"build": "marlplug.build"`` here when marlplug/build.py lands)
     # coding
     "CodingScheme": "marlplug.coding",
     "make_decoder": "marlplug.coding",

@@ -2,7 +2,9 @@
 
 A plugin is a module (or object) exposed under the ``marlplug`` entry-point group whose functions are
 marked with :data:`marlplug.hookimpl`. Each hook returns a mapping from component names to components;
-names must be unique per kind across every installed plugin.
+names must be unique per kind across every installed plugin. A value may also be a
+``"module:attribute"`` string: marlplug imports it when the component is first used, so a plugin whose
+entry-point module imports nothing heavy keeps ``marlplug plugins`` and ``--help`` fast.
 
 What the loader checks (:mod:`marlplug.plugins`, :mod:`marlplug.plugin_checks`): a hook must return a
 mapping; each value must be a class whose ``Options`` (a pydantic model) has only fields its

@@ -82,6 +82,25 @@ def _constructor_problem(kind: str, name: str, cls: type, options: type[BaseMode
     return None
 
 
+def reference_problem(kind: str, name: object, reference: str) -> str | None:
+    """Why the string ``reference`` is not a lazy ``"module:attribute"`` component; ``None`` if it is.
+
+    Examples:
+        >>> print(reference_problem("code", "mds", "marlplug.coding.codes:MDSCode"))
+        None
+        >>> reference_problem("code", "mds", "MDSCode")
+        "code 'mds': 'MDSCode' is not a 'module:attribute' reference"
+    """
+    if not isinstance(name, str) or not name:
+        return f"{kind} name {name!r} is not a non-empty string"
+    if kind == "env" and not ENV_KEY.fullmatch(name):
+        return f"env key '{name}' must be '<backend>/<scenario>', e.g. 'mpe/cooperative_navigation'"
+    module_name, colon, attribute = reference.partition(":")
+    if not (module_name and colon and attribute):
+        return f"{kind} '{name}': '{reference}' is not a 'module:attribute' reference"
+    return None
+
+
 def component_problem(kind: str, name: object, component: object) -> str | None:
     """Why ``component`` cannot be registered as the ``kind`` called ``name``; ``None`` if it can.
 

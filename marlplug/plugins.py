@@ -3,7 +3,9 @@
 Isolation, as in pytest: a plugin that fails to import (any exception, ``SystemExit`` included; only
 ``KeyboardInterrupt`` passes), whose hook raises or returns something else than a mapping, or whose
 component breaks the contract (:mod:`marlplug.plugin_checks`) is recorded and reported while the others
-keep working. Names are first come, first served: marlplug's own built-ins load first, then plugins
+keep working. A hook's value may be the component itself or a ``"module:attribute"`` string
+imported (and checked) the first time the component is used, so ``marlplug plugins`` never imports
+torch. Names are first come, first served: marlplug's own built-ins load first, then plugins
 by entry-point name, and a later plugin's component whose name is taken is skipped and reported.
 ``MARLPLUG_STRICT_PLUGINS=1`` turns any of these into an error, ``MARLPLUG_DISABLE_PLUGINS=a,b``
 blocks plugins by entry-point name and ``MARLPLUG_DEBUG=1`` logs each failure with its traceback.
@@ -23,7 +25,7 @@ import pluggy
 
 from marlplug import hookspecs
 from marlplug.errors import PluginError, UnknownComponentError, UserError
-from marlplug.plugin_checks import component_problem
+from marlplug.plugin_checks import component_problem, reference_problem
 from marlplug.registry import (
     DISABLE_ENV_VAR,
     Component,
@@ -221,7 +223,12 @@ class PluginManager:
                 continue
             registered = []
             for component_name, obj in provided.items():
-                problem = component_problem(kind, component_name, obj)
+                # A "module:attribute" reference is checked when it is first imported.
+                problem = (
+                    reference_problem(kind, component_name, obj)
+                    if isinstance(obj, str)
+                    else component_problem(kind, component_name, obj)
+                )
                 if problem is None:
                     component = Component(kind, component_name, obj, plugin_name, info.distribution)
                     problem = self.registries[kind].add(component)
@@ -231,6 +238,17 @@ class PluginManager:
                 else:
                     registered.append(component_name)
             info.components[kind] = sorted(registered)
+
+    def import_components(self) -> None:
+        """Import every lazily registered component now; a failure is recorded on its plugin
+        (or raised in strict mode), as for a plugin that fails to import."""
+        for registry in self.registries.values():
+            for name in registry:
+                entry = registry.entry(name)
+                try:
+                    entry.obj  # noqa: B018 -- the import is the point
+                except PluginError as exc:
+                    self._record_failure(self.plugins[entry.plugin], str(exc))
 
     def registry(self, kind: str) -> Registry:
         """The registry for ``kind`` (one of ``env``, ``code``, ``loss``, ``algorithm``)."""

@@ -7,11 +7,14 @@ Filled by :class:`marlplug.plugins.PluginManager`; read through ``get_plugin_man
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from marlplug.errors import UnknownComponentError
+from marlplug.errors import PluginError, UnknownComponentError
+from marlplug.plugin_checks import component_problem
 
 DISABLE_ENV_VAR = "MARLPLUG_DISABLE_PLUGINS"
 
@@ -29,13 +32,40 @@ def unknown_name_message(what: str, name: str, choices: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Component:
-    """One registered component and where it came from."""
+    """One registered component and where it came from.
+
+    ``provided`` is what the plugin's hook returned for the name: the component itself, or a
+    ``"module:attribute"`` reference that :attr:`obj` imports (and checks) on first use.
+
+    Example:
+        >>> Component("code", "mds", "marlplug.coding.codes:MDSCode", "codes", "marlplug").obj.name
+        'mds'
+    """
 
     kind: str
     name: str
-    obj: Any
+    provided: Any
     plugin: str
     distribution: str
+
+    @functools.cached_property
+    def obj(self) -> Any:
+        """The component, imported and checked now if the plugin gave a reference."""
+        if not isinstance(self.provided, str):
+            return self.provided
+        where = f"of plugin '{self.plugin}' (distribution '{self.distribution}')"
+        module_name, _, attribute = self.provided.partition(":")
+        try:
+            component = getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:  # report which plugin broke, not a bare ImportError
+            raise PluginError(
+                f"{self.kind} '{self.name}' {where} failed to load '{self.provided}': "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        problem = component_problem(self.kind, self.name, component)
+        if problem is not None:
+            raise PluginError(f"{problem} ({where})")
+        return component
 
 
 @dataclass

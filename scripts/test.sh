@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, lint, type check, tests. The README's test command.
+# The whole test suite: set-up (skipped when .venv is current, see setup.sh), lint, type check,
+# tests. The README's test command; extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

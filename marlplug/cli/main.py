@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import click
 
@@ -18,10 +19,36 @@ from marlplug.errors import UserError
 from marlplug.switches import env_flag
 
 
-class LazyGroup(click.Group):
-    """A click group whose subcommands are imported only when used (torch imports are slow)."""
+@dataclass(frozen=True)
+class LazyCommand:
+    """A subcommand imported only when it runs; ``help`` is what the group's ``--help`` lists for it.
 
-    def __init__(self, *args: object, lazy_commands: dict[str, str], **kwargs: object) -> None:
+    The short help is written here, next to the import path, so that ``marlplug --help`` lists every
+    command without importing any (a test checks it matches the command's own docstring).
+
+    Example:
+        >>> LazyCommand("marlplug.cli.config:config", "Check and show config files.").load().name
+        'config'
+    """
+
+    target: str
+    """``"module:click_command"``."""
+    help: str
+    """The command's short help, word for word (first sentence of its docstring)."""
+
+    def load(self) -> click.Command:
+        module_name, _, attribute = self.target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when used (torch imports take seconds)."""
+
+    def __init__(
+        self, *args: object, lazy_commands: dict[str, LazyCommand], **kwargs: object
+    ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lazy_commands = lazy_commands
 
@@ -30,22 +57,55 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands:
-            module_name, _, attribute = self.lazy_commands[cmd_name].partition(":")
-            command = getattr(importlib.import_module(module_name), attribute)
-            assert isinstance(command, click.Command)
-            return command
+            return self.lazy_commands[cmd_name].load()
         return super().get_command(ctx, cmd_name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands with their stored short help; click's own version imports each one."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.lazy_commands:
+                # Shortened the way click shortens a loaded command's help.
+                stub = click.Command(name, help=self.lazy_commands[name].help)
+                rows.append((name, stub.get_short_help_str(limit)))
+                continue
+            command = super().get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
-#: ``marlplug <name>`` -> ``"module:click_command"``. Add a command by adding a line here.
+
+#: ``marlplug <name>`` -> the command. Add a command by adding a line here.
 COMMANDS = {
-    "plugins": "marlplug.cli.plugins:plugins",
-    "config": "marlplug.cli.config:config",
-    "bench": "marlplug.cli.bench:bench",
-    "train": "marlplug.cli.train:train",
-    "codes": "marlplug.cli.codes:codes",
-    "envs": "marlplug.cli.envs:envs",
-    "render": "marlplug.cli.render:render",
+    "bench": LazyCommand(
+        "marlplug.cli.bench:bench",
+        "Measure speed; every benchmark runs its comparisons in one process and prints ratios.",
+    ),
+    "codes": LazyCommand(
+        "marlplug.cli.codes:codes", "Coding schemes for coded distributed training."
+    ),
+    "config": LazyCommand("marlplug.cli.config:config", "Check and show config files."),
+    "envs": LazyCommand(
+        "marlplug.cli.envs:envs",
+        "List scenarios of every installed backend with their parameters and defaults.",
+    ),
+    "plugins": LazyCommand(
+        "marlplug.cli.plugins:plugins",
+        "List installed plugins: distribution, version, hooks, components by kind, load errors.",
+    ),
+    "render": LazyCommand(
+        "marlplug.cli.render:render",
+        "Write a GIF of one episode of CONFIG's environment (rendered with the mpe backend).",
+    ),
+    "train": LazyCommand(
+        "marlplug.cli.train:train",
+        "Train with CONFIG (default: the packaged cooperative-navigation config).",
+    ),
 }
 
 

@@ -43,10 +43,17 @@ def _debug_requested() -> bool:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
-def plugins(as_json: bool) -> None:
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also import every component now (plugins may defer that to first use) and report failures.",
+)
+def plugins(as_json: bool, check: bool) -> None:
     """List installed plugins: status, distribution, version, hooks, components, problems."""
     # A fresh, non-strict manager: this command reports every plugin, then applies strict mode.
     manager = PluginManager.from_entry_points(strict=False)
+    if check:
+        manager.import_components()
     report = manager.report()
     if as_json:
         click.echo(json.dumps([info.as_json() for info in report], indent=2))

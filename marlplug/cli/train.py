@@ -25,7 +25,7 @@ def default_config_path() -> Path:
 
 
 @click.command()
-@click.argument("config_path", metavar="CONFIG", required=False, type=click.Path(path_type=Path))
+@click.argument("config_path", metavar="[CONFIG]", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--set",
     "overrides",

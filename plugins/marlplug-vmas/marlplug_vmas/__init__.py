@@ -1,19 +1,36 @@
-"""marlplug-vmas: the paper's four scenarios on VMAS, registered as ``vmas/<scenario>``."""
+"""marlplug-vmas: the paper's four scenarios on VMAS, registered as ``vmas/<scenario>``.
+
+The entry-point module stays light (no torch, no vmas): the hook names each scenario as a
+``"module:attribute"`` reference that marlplug imports when it is first used, so ``marlplug
+plugins`` starts fast. The names below are imported on first access too.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marlplug import hookimpl
-from marlplug_vmas.envs import (
-    CooperativeNavigation,
-    KeepAway,
-    PhysicalDeception,
-    PredatorPrey,
-    VmasScenario,
-)
-from marlplug_vmas.transforms import GroupDones
+
+if TYPE_CHECKING:
+    from marlplug_vmas.envs import (
+        CooperativeNavigation,
+        KeepAway,
+        PhysicalDeception,
+        PredatorPrey,
+        VmasScenario,
+    )
+    from marlplug_vmas.transforms import GroupDones
+
+_LAZY = {
+    "CooperativeNavigation": "marlplug_vmas.envs",
+    "KeepAway": "marlplug_vmas.envs",
+    "PhysicalDeception": "marlplug_vmas.envs",
+    "PredatorPrey": "marlplug_vmas.envs",
+    "VmasScenario": "marlplug_vmas.envs",
+    "GroupDones": "marlplug_vmas.transforms",
+}
 
 __all__ = [
     "CooperativeNavigation",
@@ -29,5 +46,15 @@ __all__ = [
 @hookimpl
 def marlplug_envs() -> Mapping[str, Any]:
     """The four scenarios on the ``vmas`` backend."""
-    scenarios = [CooperativeNavigation, PredatorPrey, PhysicalDeception, KeepAway]
-    return {f"vmas/{cls.scenario}": cls for cls in scenarios}
+    return {
+        "vmas/cooperative_navigation": "marlplug_vmas.envs:CooperativeNavigation",
+        "vmas/predator_prey": "marlplug_vmas.envs:PredatorPrey",
+        "vmas/physical_deception": "marlplug_vmas.envs:PhysicalDeception",
+        "vmas/keep_away": "marlplug_vmas.envs:KeepAway",
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'marlplug_vmas' has no attribute '{name}'")

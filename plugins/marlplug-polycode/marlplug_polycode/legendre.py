@@ -6,9 +6,6 @@ any M learners hold M distinct nodes, so any M answers decode.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 from numpy.polynomial import legendre
 from pydantic import Field
@@ -44,8 +41,3 @@ class LegendreCode(CodingScheme):
         nodes, _ = legendre.leggauss(num_learners)
         normalization = np.sqrt(2 * np.arange(num_agents) + 1)
         return self.options.scale * legendre.legvander(nodes, num_agents - 1) * normalization
-
-
-@marlplug.hookimpl
-def marlplug_codes() -> Mapping[str, Any]:
-    return {"legendre": LegendreCode}

@@ -1,4 +1,4 @@
-"""marlplug's built-in losses, registered through the ``marlplug`` entry point like any plugin."""
+"""Built-in losses (``marlplug_losses``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from marlplug.hookspecs import hookimpl
 @hookimpl
 def marlplug_losses() -> Mapping[str, Any]:
     """``clip_ppo``: the PPO terms' settings; ``redundancy``: the cross-agent redundancy penalty."""
-    from marlplug.losses.clip_ppo import ClipPPO
-    from marlplug.losses.redundancy import RedundancyLoss
-
-    return {"clip_ppo": ClipPPO, "redundancy": RedundancyLoss}
+    return {
+        "clip_ppo": "marlplug.losses.clip_ppo:ClipPPO",
+        "redundancy": "marlplug.losses.redundancy:RedundancyLoss",
+    }

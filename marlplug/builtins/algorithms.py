@@ -1,0 +1,17 @@
+"""Built-in learner algorithms (``marlplug_algorithms``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from marlplug.hookspecs import hookimpl
+
+
+@hookimpl
+def marlplug_algorithms() -> Mapping[str, Any]:
+    """``ppo``: joint multi-agent PPO; ``maddpg``: MADDPG as in the coded-MARL paper."""
+    return {
+        "ppo": "marlplug.algorithms.ppo:PPO",
+        "maddpg": "marlplug.algorithms.maddpg:MADDPG",
+    }

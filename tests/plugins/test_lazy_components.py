@@ -1,0 +1,96 @@
+"""Components given as ``"module:attribute"`` references: listed without importing, imported on first
+use, and a broken reference is reported with the plugin that made it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+import marlplug
+from marlplug.errors import PluginError
+from marlplug.plugins import PluginManager
+
+# A module no test imports on its own: its presence in sys.modules says the reference was resolved.
+LAZY_MODULE = "marlplug.coding.stragglers"
+
+
+class LazyCodes:
+    @marlplug.hookimpl
+    def marlplug_codes(self) -> Mapping[str, Any]:
+        return {
+            "lazy_model": f"{LAZY_MODULE}:FixedCountStragglers",
+            "missing_module": "marlplug_no_such_module:Code",
+        }
+
+
+class MalformedCodes:
+    @marlplug.hookimpl
+    def marlplug_codes(self) -> Mapping[str, Any]:
+        return {"no_colon": "marlplug.coding.codes.MDSCode"}
+
+
+@pytest.fixture
+def manager() -> Iterator[PluginManager]:
+    yield PluginManager.from_entry_points(strict=False, disabled=set())
+
+
+def test_reference_is_imported_on_first_use(
+    manager: PluginManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delitem(sys.modules, LAZY_MODULE, raising=False)
+    manager.register(LazyCodes(), name="lazy")
+    assert manager.plugins["lazy"].components == {"code": ["lazy_model", "missing_module"]}
+    assert LAZY_MODULE not in sys.modules
+    model_class = manager.registry("code")["lazy_model"]
+    assert LAZY_MODULE in sys.modules
+    assert model_class is sys.modules[LAZY_MODULE].FixedCountStragglers
+
+
+def test_broken_reference_names_the_plugin_and_target(manager: PluginManager) -> None:
+    manager.register(LazyCodes(), name="lazy", distribution="lazy-dist")
+    with pytest.raises(PluginError, match=r"code 'missing_module' of plugin 'lazy'.*'lazy-dist'"):
+        manager.registry("code").get_component("missing_module")
+
+
+def test_import_components_records_a_broken_reference(manager: PluginManager) -> None:
+    manager.register(LazyCodes(), name="lazy")
+    manager.import_components()
+    error = manager.plugins["lazy"].error
+    assert error is not None and "marlplug_no_such_module:Code" in error
+    assert all(info.error is None for info in manager.report() if info.name != "lazy")
+
+
+def test_malformed_reference_is_a_recorded_failure(manager: PluginManager) -> None:
+    manager.register(MalformedCodes(), name="malformed")
+    error = manager.plugins["malformed"].error
+    assert error is not None and "not a 'module:attribute' reference" in error
+    assert "no_colon" not in manager.registry("code")
+
+
+def test_builtin_references_match_their_names(manager: PluginManager) -> None:
+    # The built-in hooks spell each name next to an import path; every one must resolve to it.
+    class_names = {
+        "ppo": "PPO",
+        "maddpg": "MADDPG",
+        "clip_ppo": "ClipPPO",
+        "redundancy": "RedundancyLoss",
+    }
+    checked = 0
+    for kind in ("code", "env", "loss", "algorithm"):
+        registry = manager.registry(kind)
+        for name in registry:
+            entry = registry.entry(name)
+            if entry.distribution != "marlplug":
+                continue
+            component = entry.obj
+            if kind == "env":
+                assert f"{component.backend}/{component.scenario}" == name
+            elif kind == "code":
+                assert component.name == name
+            else:
+                assert component.__name__ == class_names[name]
+            checked += 1
+    assert checked == 6 + 4 + 2 + 2
