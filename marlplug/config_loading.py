@@ -95,8 +95,9 @@ def parse_yaml_text(text: str, *, source: str, malformed_as_string: bool = False
     >>> parse_yaml_text("{unclosed", source="--set x", malformed_as_string=True)
     '{unclosed'
     """
-    loader = _LimitedSafeLoader(text)
+    loader: _LimitedSafeLoader | None = None
     try:
+        loader = _LimitedSafeLoader(text)  # reads the text: refuses control characters
         return loader.get_single_data()
     except _LimitExceeded as exc:
         raise ConfigError(f"{source}:{_where(exc.mark)} too large: {exc}") from None
@@ -111,7 +112,8 @@ def parse_yaml_text(text: str, *, source: str, malformed_as_string: bool = False
         # int() refuses it), a timestamp on February 30th.
         raise ConfigError(f"{source}: malformed YAML: {_first_line(exc)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def parse_toml_text(text: str, *, source: str) -> dict[str, Any]:

@@ -83,13 +83,30 @@ def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence
 
 
 def clip(text: str, limit: int = 80) -> str:
-    """``text`` cut to ``limit`` characters, so that an error about a huge value stays one line.
+    """``text`` made printable and cut to ``limit`` characters, so that an error about a huge or
+    binary value stays one short line.
 
     >>> clip("x" * 100, 10)
     'xxxxxxx...'
     """
-    text = text.replace("\n", "\\n")
+    text = printable(text, keep_newlines=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def printable(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every non-printable character escaped as Python writes it, newlines kept if asked.
+
+    Messages quote names and values from config files; escaping keeps a file's control characters
+    (terminal escape sequences, line separators) off the terminal.
+
+    >>> print(printable(chr(27) + "[2J" + chr(10) + "ok"))
+    \\x1b[2J
+    ok
+    """
+    return "".join(
+        char if char.isprintable() or (keep_newlines and char == "\n") else repr(char)[1:-1]
+        for char in text
+    )
 
 
 def validation_message(

@@ -16,6 +16,7 @@ import click
 
 from marlplug.cli.allocator import keep_freed_memory
 from marlplug.config_checks import ConfigWarning
+from marlplug.config_messages import printable
 from marlplug.errors import UserError
 from marlplug.switches import env_flag
 
@@ -70,7 +71,7 @@ def _format_warning(
 ) -> str:
     """A config warning is one ``warning:`` line (no source location); others as Python prints them."""
     if issubclass(category, ConfigWarning):
-        return f"warning: {message}\n"
+        return f"warning: {printable(str(message), keep_newlines=False)}\n"
     return _python_format_warning(message, category, filename, lineno, line)
 
 
@@ -107,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         if debug:
             raise
-        click.echo(f"error: {exc}", err=True)
+        # The message may quote a config file's bytes: escape control characters.
+        click.echo(f"error: {printable(str(exc))}", err=True)
         return 2
     return 0
 
