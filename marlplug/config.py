@@ -12,12 +12,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from marlplug.algorithms.seeding import MAX_SEED
 from marlplug.config_checks import check_config
 from marlplug.config_loading import check_size, parse_yaml_text, read_config_file
-from marlplug.config_messages import format_loc, validation_message
+from marlplug.config_messages import clip, format_loc, validation_message
 from marlplug.errors import ConfigError
 from marlplug.plugins import get_plugin_manager, unknown_name_message
 from marlplug.train.config import TrainSection
@@ -43,6 +52,18 @@ class Options(BaseModel):
     )
 
 
+def one_word_name(name: str) -> str:
+    """``name`` if it can be a component or backend name; names are quoted in messages and looked up
+    in registries, so refuse what can be neither (empty, spaces, control characters, huge).
+
+    >>> one_word_name("clip_ppo")
+    'clip_ppo'
+    """
+    if not name or len(name) > 200 or any(c.isspace() or not c.isprintable() for c in name):
+        raise PydanticCustomError("component_name", "expected a name such as 'clip_ppo' (one word)")
+    return name
+
+
 class ComponentSpec(BaseModel):
     """``{name: <component>, ...options}``; the options are checked by :func:`validate_components`."""
 
@@ -56,6 +77,11 @@ class ComponentSpec(BaseModel):
     def _name_alone(cls, data: Any) -> Any:
         # `scheme: mds` is shorthand for `scheme: {name: mds}`.
         return {"name": data} if isinstance(data, str) else data
+
+    @field_validator("name")
+    @classmethod
+    def _one_word(cls, name: str) -> str:
+        return one_word_name(name)
 
     @property
     def raw_options(self) -> dict[str, Any]:
@@ -75,6 +101,11 @@ class EnvSpec(ComponentSpec):
 
     name: str = "cooperative_navigation"
     backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
+
+    @field_validator("backend")
+    @classmethod
+    def _one_word_backend(cls, backend: str) -> str:
+        return one_word_name(backend)
 
     @property
     def registry_key(self) -> str:
@@ -124,7 +155,7 @@ class CodingSection(Options):
     ray_address: str | None = Field(None, description="Existing Ray cluster; None starts one.")
     clock: Literal["wall", "simulated"] = "wall"
     round_timeout_s: float = Field(
-        60.0, gt=0, le=MAX_WAIT_S, description="Re-dispatch after this long (seconds, finite)."
+        60.0, gt=0, le=MAX_WAIT_S, description="Re-dispatch after this long (seconds)."
     )
     stragglers: StragglerSection = Field(default_factory=StragglerSection)
 
@@ -149,7 +180,7 @@ class MarlplugConfig(Options):
         0,
         ge=0,
         le=MAX_SEED,
-        description="Seed for everything (0 to 2**32 - 1); the same seed gives the same run.",
+        description="Seed for everything; the same seed gives the same run.",
     )
     env: EnvSpec = Field(
         default_factory=EnvSpec,
@@ -198,7 +229,7 @@ def _parse_path(path: str) -> list[str | int]:
         tokens.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
         position = match.end()
     if not tokens or position != len(path):
-        raise ConfigError(f"--set: malformed key '{path}'; expected a.b.c or losses[1].coef")
+        raise ConfigError(f"--set: malformed key '{clip(path)}'; expected a.b.c or losses[1].coef")
     return tokens
 
 
@@ -212,8 +243,9 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     """
     key, sep, raw_value = assignment.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set '{assignment}': expected KEY=VALUE, e.g. train.updates=10")
+        raise ConfigError(f"--set '{clip(assignment)}': expected KEY=VALUE, e.g. train.updates=10")
     tokens = _parse_path(key.strip())
+    key = clip(key)  # as shown in messages
     value = (
         parse_yaml_text(raw_value, source=f"--set {key}", malformed_as_string=True)
         if raw_value.strip()
@@ -222,10 +254,10 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     node: Any = data
     for depth, token in enumerate(tokens):
         last = depth == len(tokens) - 1
-        where = format_loc(tokens[: depth + 1])
+        where = clip(format_loc(tokens[: depth + 1]))
         if isinstance(token, int):
             if not isinstance(node, list):
-                parent = format_loc(tokens[:depth])
+                parent = clip(format_loc(tokens[:depth]))
                 raise ConfigError(f"--set {key}: {parent} is not a list in this config file")
             if not -len(node) <= token < len(node):
                 raise ConfigError(
@@ -233,7 +265,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
                 )
         elif not isinstance(node, dict):
             raise ConfigError(
-                f"--set {key}: {format_loc(tokens[:depth]) or 'config'} is not a mapping"
+                f"--set {key}: {clip(format_loc(tokens[:depth])) or 'config'} is not a mapping"
             )
         if last:
             node[token] = value

@@ -12,10 +12,11 @@ the decoder's least squares absorbs that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.seeding import agent_seed
@@ -64,7 +65,7 @@ class MaddpgOptions(Options):
 
     lr: float = Field(1e-2, gt=0, description="Adam learning rate (actor and critic).")
     gamma: float = Field(0.95, ge=0, le=1, description="Discount factor.")
-    hidden_sizes: list[Annotated[int, Field(ge=1, le=MAX_WIDTH)]] = Field(
+    hidden_sizes: list[int] = Field(
         default_factory=lambda: [64, 64],
         max_length=16,
         description="Hidden layer widths (ReLU), each 1 to 16384.",
@@ -88,6 +89,18 @@ class MaddpgOptions(Options):
     exploration_std: float = Field(
         0.1, ge=0, description="Gaussian exploration noise for continuous actions."
     )
+
+    @field_validator("hidden_sizes")
+    @classmethod
+    def _widths_in_range(cls, widths: list[int]) -> list[int]:
+        for layer, width in enumerate(widths):
+            if not 1 <= width <= MAX_WIDTH:
+                raise PydanticCustomError(
+                    "width_out_of_range",
+                    "layer {layer} has {width} units; each layer needs 1 to {maximum}",
+                    {"layer": layer, "width": width, "maximum": MAX_WIDTH},
+                )
+        return widths
 
     def min_memory_bytes(
         self, *, agents: int, observation_floats: int, train: TrainSection

@@ -29,7 +29,7 @@ class ScenarioOptions(Options):
     supports_continuous_actions: ClassVar[bool] = True
 
     agents: int = Field(
-        3, ge=1, le=MAX_AGENTS, description="Total number of agents M (both teams), at most 1024."
+        3, ge=1, le=MAX_AGENTS, description="Total number of agents M (both teams)."
     )
     continuous_actions: bool = Field(
         False, description="Continuous 5-dim force actions in [0, 1] instead of Discrete(5)."

@@ -166,7 +166,7 @@ CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
         "negative-maddpg-hidden-size",
         "algorithm: {name: maddpg, hidden_sizes: [64, -3]}\n",
         [],
-        "algorithm.hidden_sizes[1]: input should be greater than or equal to 1, got -3",
+        "algorithm.hidden_sizes: layer 1 has -3 units; each layer needs 1 to 16384, got [64, -3]",
     ),
     (
         "huge-ppo-hidden-size",
