@@ -15,6 +15,7 @@ from marlplug.algorithms.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.config import apply_override, format_loc, load_config, resolved_dict
 from marlplug.config_checks import ConfigWarning, format_bytes
 from marlplug.errors import ConfigError
+from marlplug.train.config import JointTrainerConfig
 from marlplug.train.run import build_trainer
 from tests.train.helpers import SMALL_RUN
 
@@ -122,6 +123,12 @@ def test_agent_seeds_are_unchanged_by_the_shared_derivation() -> None:
     """Coded runs and their checkpoints keep their per-agent seeds."""
     expected = int(np.random.SeedSequence([5, 1, 3, 2]).generate_state(1)[0])
     assert agent_seed(5, 3, 2, salt=1) == expected
+
+
+@pytest.mark.parametrize("seed", [-1, MAX_SEED + 1])
+def test_trainer_config_refuses_a_seed_no_backend_accepts(seed: int) -> None:
+    with pytest.raises(ConfigError, match=f"seed: must be between 0 and {MAX_SEED}, got {seed}"):
+        JointTrainerConfig(seed=seed)
 
 
 @pytest.mark.parametrize("backend", ["mpe", "vmas"])

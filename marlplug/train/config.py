@@ -11,6 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from marlplug.algorithms.seeding import MAX_SEED
+from marlplug.errors import ConfigError
+
 
 class TrainSection(BaseModel):
     """``train:`` in a config file. The PPO loss options live on the ``clip_ppo`` loss entry."""
@@ -91,6 +94,11 @@ class JointTrainerConfig:
     """Adam learning rate."""
     num_envs: int = 1
     """Parallel env copies."""
+
+    def __post_init__(self) -> None:
+        # The seed reaches numpy, gymnasium and VMAS: refuse here what they would refuse mid-run.
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"seed: must be between 0 and {MAX_SEED}, got {self.seed}")
 
     @classmethod
     def from_sections(
