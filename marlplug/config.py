@@ -180,6 +180,7 @@ class MarlplugConfig(Options):
         0,
         ge=0,
         le=MAX_SEED,
+        strict=True,  # `seed: true` is not seed 1
         description="Seed for everything; the same seed gives the same run.",
     )
     env: EnvSpec = Field(
