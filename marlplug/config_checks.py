@@ -69,8 +69,10 @@ def _check_losses(config: MarlplugConfig) -> None:
         return
     names = [spec.name for spec in config.losses]
     default_losses = config.model_fields["losses"].get_default(call_default_factory=True)
+    # The default list, also as a resolved config spells it out (runs saved before MADDPG configs
+    # left `losses` out hold it with every option filled in), is not a choice the user made.
     given_only_the_default = len(config.losses) == len(default_losses) and all(
-        spec.name == default.name and not spec.raw_options
+        spec.name == default.name and spec.options == type(spec.options)()
         for spec, default in zip(config.losses, default_losses, strict=True)
     )
     if names and not given_only_the_default:

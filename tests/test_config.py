@@ -220,7 +220,8 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
 
 
 def test_maddpg_accepts_the_default_loss_list_and_an_empty_one() -> None:
-    for losses in (["clip_ppo"], []):
+    spelled_out = resolved_dict(load_config(data={}))["losses"]
+    for losses in (["clip_ppo"], [], spelled_out):
         load_config(data={"algorithm": {"name": "maddpg"}, "losses": losses})
     with pytest.raises(ConfigError, match="losses: algorithm 'maddpg' trains with its own"):
         load_config(
