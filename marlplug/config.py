@@ -12,10 +12,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import tomllib
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
+from marlplug.algorithms.seeding import MAX_SEED
+from marlplug.config_checks import check_config
+from marlplug.config_loading import check_size, parse_yaml_text, read_config_file
+from marlplug.config_messages import clip, format_loc, validation_message
 from marlplug.errors import ConfigError
 from marlplug.plugins import get_plugin_manager, unknown_name_message
 from marlplug.train.config import TrainSection
@@ -32,9 +43,25 @@ class Options(BaseModel):
     """
 
     # Attribute docstrings become field descriptions, shown in the configuration reference.
+    # Floats must be finite everywhere: an infinite learning rate or timeout is never meant.
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, use_attribute_docstrings=True
+        extra="forbid",
+        validate_assignment=True,
+        use_attribute_docstrings=True,
+        allow_inf_nan=False,
     )
+
+
+def one_word_name(name: str) -> str:
+    """``name`` if it can be a component or backend name; names are quoted in messages and looked up
+    in registries, so refuse what can be neither (empty, spaces, control characters, huge).
+
+    >>> one_word_name("clip_ppo")
+    'clip_ppo'
+    """
+    if not name or len(name) > 200 or any(c.isspace() or not c.isprintable() for c in name):
+        raise PydanticCustomError("component_name", "expected a name such as 'clip_ppo' (one word)")
+    return name
 
 
 class ComponentSpec(BaseModel):
@@ -50,6 +77,11 @@ class ComponentSpec(BaseModel):
     def _name_alone(cls, data: Any) -> Any:
         # `scheme: mds` is shorthand for `scheme: {name: mds}`.
         return {"name": data} if isinstance(data, str) else data
+
+    @field_validator("name")
+    @classmethod
+    def _one_word(cls, name: str) -> str:
+        return one_word_name(name)
 
     @property
     def raw_options(self) -> dict[str, Any]:
@@ -70,6 +102,11 @@ class EnvSpec(ComponentSpec):
     name: str = "cooperative_navigation"
     backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
 
+    @field_validator("backend")
+    @classmethod
+    def _one_word_backend(cls, backend: str) -> str:
+        return one_word_name(backend)
+
     @property
     def registry_key(self) -> str:
         return f"{self.backend}/{self.name}"
@@ -81,6 +118,15 @@ class AlgorithmSpec(ComponentSpec):
     name: str = "ppo"
 
 
+#: Upper bound of every wait and delay in a config (seconds): one day. Longer is a typo, and an
+#: unbounded wait would hang a run whose learners never answer.
+MAX_WAIT_S = 24 * 3600.0
+#: Upper bound of every network width (hidden layers, features): 16384 units.
+MAX_WIDTH = 16384
+#: Upper bound of ``coding.learners`` (and of stragglers per round).
+MAX_LEARNERS = 1024
+
+
 class StragglerSection(Options):
     """Which learners answer late, per round."""
 
@@ -89,20 +135,28 @@ class StragglerSection(Options):
         description="'fixed': `count` random learners each round; 'random': each "
         "learner independently with `probability`.",
     )
-    count: int = Field(0, ge=0, description="Stragglers per round (model 'fixed').")
+    count: int = Field(
+        0, ge=0, le=MAX_LEARNERS, description="Stragglers per round (model 'fixed')."
+    )
     probability: float = Field(0.0, ge=0.0, le=1.0, description="Per learner (model 'random').")
-    delay_s: float = Field(0.0, ge=0.0, description="How long a straggler delays its answer.")
+    delay_s: float = Field(
+        0.0, ge=0.0, le=MAX_WAIT_S, description="How long a straggler delays its answer (seconds)."
+    )
 
 
 class CodingSection(Options):
     """``coding:``: run training on N coded learners instead of in one process."""
 
     scheme: ComponentSpec = Field(description="Coding scheme: a name or {name: ..., options}.")
-    learners: int = Field(ge=1, description="Number of learners N (N >= number of agents M).")
+    learners: int = Field(
+        ge=1, le=MAX_LEARNERS, description="Number of learners N (N >= number of agents M)."
+    )
     backend: Literal["local", "ray"] = "local"
     ray_address: str | None = Field(None, description="Existing Ray cluster; None starts one.")
     clock: Literal["wall", "simulated"] = "wall"
-    round_timeout_s: float = Field(60.0, gt=0, description="Re-dispatch after this long.")
+    round_timeout_s: float = Field(
+        60.0, gt=0, le=MAX_WAIT_S, description="Re-dispatch after this long (seconds)."
+    )
     stragglers: StragglerSection = Field(default_factory=StragglerSection)
 
 
@@ -122,7 +176,13 @@ def _default_losses() -> list[ComponentSpec]:
 class MarlplugConfig(Options):
     """A whole run. Every section has defaults, so an empty file trains the default setup."""
 
-    seed: int = Field(0, description="Seed for everything; the same seed gives the same run.")
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        strict=True,  # `seed: true` is not seed 1
+        description="Seed for everything; the same seed gives the same run.",
+    )
     env: EnvSpec = Field(
         default_factory=EnvSpec,
         description="`{name, backend, ...options}`; default cooperative_navigation on mpe.",
@@ -143,87 +203,6 @@ class MarlplugConfig(Options):
     )
 
 
-# --------------------------------------------------------------------------- error formatting
-
-
-def format_loc(loc: Sequence[str | int]) -> str:
-    """``("losses", 1, "coef")`` -> ``"losses[1].coef"``."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-_EXPECTED = {
-    "float_parsing": "expected a number",
-    "float_type": "expected a number",
-    "int_parsing": "expected an integer",
-    "int_type": "expected an integer",
-    "int_from_float": "expected an integer",
-    "bool_parsing": "expected true or false",
-    "bool_type": "expected true or false",
-    "string_type": "expected a string",
-    "dict_type": "expected a mapping",
-    "model_type": "expected a mapping",
-    "model_attributes_type": "expected a mapping",
-    "list_type": "expected a list",
-}
-
-
-def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
-    """The field names of the (nested) model that ``loc`` points into."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int) or not (
-            isinstance(current, type) and issubclass(current, BaseModel)
-        ):
-            continue
-        info = current.model_fields.get(part)
-        if info is None:
-            return []
-        annotation = info.annotation
-        args = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
-        current = (
-            annotation
-            if isinstance(annotation, type)
-            else next((a for a in args if issubclass(a, BaseModel)), None)
-        )
-    if isinstance(current, type) and issubclass(current, BaseModel):
-        return list(current.model_fields)
-    return []
-
-
-def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence[str | int]) -> str:
-    loc = [*prefix, *error["loc"]]
-    path = format_loc(loc) or "config"
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        field = str(loc[-1])
-        parent = format_loc(loc[:-1])
-        fields = _fields_at(model, list(error["loc"])[:-1])
-        where = f" in {parent}" if parent else ""
-        return f"{path}: " + unknown_name_message(f"field{where}", field, fields)
-    if kind == "missing":
-        return f"{path}: required field is missing"
-    got = error.get("input")
-    expected = _EXPECTED.get(kind)
-    if expected is None:
-        expected = str(error["msg"])
-        expected = expected[0].lower() + expected[1:]
-    return f"{path}: {expected}, got {got!r}"
-
-
-def validation_message(
-    exc: ValidationError, model: type[BaseModel], prefix: Sequence[str | int] = ()
-) -> str:
-    """Turn a pydantic error into one line per problem (the first, plus a count of the rest)."""
-    errors = exc.errors()
-    first = _describe(errors[0], model, prefix)
-    if len(errors) > 1:
-        first += f"\n(and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return first
-
-
 def validate_options(
     model: type[BaseModel], values: Mapping[str, Any], prefix: Sequence[str | int] = ()
 ) -> BaseModel:
@@ -235,35 +214,6 @@ def validate_options(
 
 
 # --------------------------------------------------------------------------- loading
-
-
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a ``.yaml``/``.yml`` (safely) or ``.toml`` file into a dict."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix.lower() == ".toml":
-            data: Any = tomllib.loads(text)
-        elif path.suffix.lower() in {".yaml", ".yml"}:
-            data = yaml.safe_load(text)
-        else:
-            raise ConfigError(
-                f"{path}: unknown config format '{path.suffix}'; use .yaml, .yml or .toml"
-            )
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{where}: malformed YAML: {problem}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
 
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -280,7 +230,7 @@ def _parse_path(path: str) -> list[str | int]:
         tokens.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
         position = match.end()
     if not tokens or position != len(path):
-        raise ConfigError(f"--set: malformed key '{path}'; expected a.b.c or losses[1].coef")
+        raise ConfigError(f"--set: malformed key '{clip(path)}'; expected a.b.c or losses[1].coef")
     return tokens
 
 
@@ -294,19 +244,21 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     """
     key, sep, raw_value = assignment.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set '{assignment}': expected KEY=VALUE, e.g. train.updates=10")
+        raise ConfigError(f"--set '{clip(assignment)}': expected KEY=VALUE, e.g. train.updates=10")
     tokens = _parse_path(key.strip())
-    try:
-        value = yaml.safe_load(raw_value) if raw_value.strip() else ""
-    except yaml.YAMLError:
-        value = raw_value
+    key = clip(key)  # as shown in messages
+    value = (
+        parse_yaml_text(raw_value, source=f"--set {key}", malformed_as_string=True)
+        if raw_value.strip()
+        else ""
+    )
     node: Any = data
     for depth, token in enumerate(tokens):
         last = depth == len(tokens) - 1
-        where = format_loc(tokens[: depth + 1])
+        where = clip(format_loc(tokens[: depth + 1]))
         if isinstance(token, int):
             if not isinstance(node, list):
-                parent = format_loc(tokens[:depth])
+                parent = clip(format_loc(tokens[:depth]))
                 raise ConfigError(f"--set {key}: {parent} is not a list in this config file")
             if not -len(node) <= token < len(node):
                 raise ConfigError(
@@ -314,7 +266,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
                 )
         elif not isinstance(node, dict):
             raise ConfigError(
-                f"--set {key}: {format_loc(tokens[:depth]) or 'config'} is not a mapping"
+                f"--set {key}: {clip(format_loc(tokens[:depth])) or 'config'} is not a mapping"
             )
         if last:
             node[token] = value
@@ -365,9 +317,13 @@ def load_config(
     raw: dict[str, Any] = dict(data or {}) if path is None else read_config_file(path)
     for assignment in overrides:
         apply_override(raw, assignment)
+    if overrides or path is None:
+        check_size(raw, source="--set" if overrides else "config")
     config = validate_options(MarlplugConfig, raw)
     assert isinstance(config, MarlplugConfig)
-    return validate_components(config)
+    validate_components(config)
+    check_config(config)
+    return config
 
 
 def resolved_dict(config: MarlplugConfig) -> dict[str, Any]:
@@ -376,11 +332,18 @@ def resolved_dict(config: MarlplugConfig) -> dict[str, Any]:
     def component(spec: ComponentSpec, **fixed: Any) -> dict[str, Any]:
         return {"name": spec.name, **fixed, **spec.options.model_dump(mode="json")}
 
-    data = config.model_dump(mode="json", exclude={"env", "algorithm", "losses", "coding"})
+    # Settings the algorithm ignores are left out, so that what is shown (and saved with a run) is
+    # what the run uses, and reloading it gives no "does nothing" warning.
+    algorithm_options = config.algorithm.options
+    ignored: frozenset[str] = getattr(algorithm_options, "ignored_train_fields", frozenset())
+    exclude: Any = {"env": True, "algorithm": True, "losses": True, "coding": True}
+    exclude["train"] = set(ignored)
+    data = config.model_dump(mode="json", exclude=exclude)
     out: dict[str, Any] = {"seed": data.pop("seed")}
     out["env"] = component(config.env, backend=config.env.backend)
     out["algorithm"] = component(config.algorithm)
-    out["losses"] = [component(spec) for spec in config.losses]
+    if getattr(algorithm_options, "uses_losses", True):
+        out["losses"] = [component(spec) for spec in config.losses]
     out.update(data)
     if config.coding is not None:
         coding = config.coding.model_dump(mode="json", exclude={"scheme"})

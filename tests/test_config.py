@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from marlplug.algorithms.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.config import apply_override, format_loc, load_config, resolved_dict
+from marlplug.config_checks import ConfigWarning, format_bytes
 from marlplug.errors import ConfigError
+from marlplug.train.config import JointTrainerConfig
+from marlplug.train.run import build_trainer
+from tests.train.helpers import SMALL_RUN
 
 YAML = """
 seed: 7
@@ -91,3 +101,136 @@ def test_error_carries_only_first_problem_and_a_count() -> None:
     lines = str(info.value).splitlines()
     assert lines[0] == "train.updates: expected an integer, got 'x'"
     assert lines[1] == "(and 2 more problems)"
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+@given(
+    seed=st.integers(0, MAX_SEED),
+    parts=st.lists(st.integers(0, 2**64), max_size=5),
+)
+@settings(max_examples=200, deadline=None)
+def test_every_derived_seed_is_in_the_range_every_backend_accepts(
+    seed: int, parts: list[int]
+) -> None:
+    derived = derive_seed(seed, *parts)
+    assert 0 <= derived <= MAX_SEED
+    assert derived == derive_seed(seed, *parts)
+
+
+def test_agent_seeds_are_unchanged_by_the_shared_derivation() -> None:
+    """Coded runs and their checkpoints keep their per-agent seeds."""
+    expected = int(np.random.SeedSequence([5, 1, 3, 2]).generate_state(1)[0])
+    assert agent_seed(5, 3, 2, salt=1) == expected
+
+
+@pytest.mark.parametrize("seed", [-1, MAX_SEED + 1])
+def test_trainer_config_refuses_a_seed_no_backend_accepts(seed: int) -> None:
+    with pytest.raises(ConfigError, match=f"seed: must be between 0 and {MAX_SEED}, got {seed}"):
+        JointTrainerConfig(seed=seed)
+
+
+@pytest.mark.parametrize("backend", ["mpe", "vmas"])
+def test_ppo_runs_with_the_largest_seed_on_every_backend(backend: str) -> None:
+    """PPO on VMAS used to fail with 'Seed must be between 0 and 2**32 - 1': the trainer's derived
+    rollout seed reached VMAS's np.random.seed. Every seed the config accepts must work."""
+    config = load_config(
+        overrides=[
+            *SMALL_RUN,
+            f"env.backend={backend}",
+            f"seed={MAX_SEED}",
+            "train.rollout_steps=10",
+            "train.minibatch_size=10",
+        ]
+    )
+    trainer = build_trainer(config)
+    rollout = trainer.collect_rollout()
+    stats = trainer.update(rollout)
+    assert rollout.numel() == 10
+    assert stats is not None
+
+
+# --------------------------------------------------------------------------- cross-section checks
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"coding": {"scheme": "mds", "learners": 5, "stragglers": {"count": 1}}},
+            "coding.stragglers.count: does nothing without delay_s",
+        ),
+        (
+            {
+                "coding": {
+                    "scheme": "mds",
+                    "learners": 5,
+                    "stragglers": {"model": "random", "probability": 0.5},
+                }
+            },
+            "coding.stragglers.probability: does nothing without delay_s",
+        ),
+        (
+            {
+                "coding": {
+                    "scheme": "mds",
+                    "learners": 5,
+                    "stragglers": {"probability": 0.5, "delay_s": 1},
+                }
+            },
+            "coding.stragglers.probability: used only by model 'random'",
+        ),
+        (
+            {"algorithm": {"name": "maddpg"}, "train": {"lr": 0.1, "rollout_steps": 100}},
+            "train.lr: algorithm 'maddpg' does not use train.lr, train.rollout_steps",
+        ),
+    ],
+)
+def test_settings_that_do_nothing_are_warned(data: dict[str, Any], message: str) -> None:
+    with pytest.warns(ConfigWarning) as record:
+        load_config(data=data)
+    assert any(str(warning.message).startswith(message) for warning in record), record.list
+
+
+def test_a_useful_config_gives_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_config(
+            data={
+                "algorithm": {"name": "maddpg"},
+                "train": {"updates": 3},
+                "coding": {
+                    "scheme": "mds",
+                    "learners": 5,
+                    "stragglers": {"count": 1, "delay_s": 0.1},
+                },
+            }
+        )
+
+
+def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
+    """The resolved config (`config show`, a run's config.yaml) reloads without errors or warnings."""
+    resolved = resolved_dict(load_config(data={"algorithm": {"name": "maddpg"}}))
+    assert "losses" not in resolved
+    assert set(resolved["train"]) == {"updates", "checkpoint_every"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolved_dict(load_config(data=resolved)) == resolved
+
+
+def test_maddpg_accepts_the_default_loss_list_and_an_empty_one() -> None:
+    spelled_out = resolved_dict(load_config(data={}))["losses"]
+    for losses in (["clip_ppo"], [], spelled_out):
+        load_config(data={"algorithm": {"name": "maddpg"}, "losses": losses})
+    with pytest.raises(ConfigError, match="losses: algorithm 'maddpg' trains with its own"):
+        load_config(
+            data={"algorithm": {"name": "maddpg"}, "losses": [{"name": "clip_ppo", "vf_coef": 1}]}
+        )
+
+
+@pytest.mark.parametrize(
+    ("count", "text"), [(512, "512 B"), (1536, "1.5 kB"), (24e12, "24.0 TB"), (3e18, "3000.0 PB")]
+)
+def test_format_bytes(count: float, text: str) -> None:
+    assert format_bytes(count) == text

@@ -12,9 +12,11 @@ the decoder's least squares absorbs that.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.seeding import agent_seed
@@ -28,7 +30,10 @@ from marlplug.algorithms.stacked import (
     stacked_mlp,
 )
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.config import Options
+from marlplug.config import MAX_WIDTH, Options
+
+if TYPE_CHECKING:
+    from marlplug.train.config import TrainSection
 
 #: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
@@ -39,21 +44,44 @@ _MASKED_LOGIT = -1e9
 class MaddpgOptions(Options):
     """MADDPG hyperparameters; the defaults are the paper authors' settings."""
 
+    #: MADDPG trains with its own actor and critic losses: a config's ``losses`` list is refused.
+    uses_losses: ClassVar[bool] = False
+    #: ``train:`` fields MADDPG does not read (its own are here); setting one gives a warning.
+    ignored_train_fields: ClassVar[frozenset[str]] = frozenset(
+        {
+            "rollout_steps",
+            "num_envs",
+            "gamma",
+            "gae_lambda",
+            "n_epochs",
+            "minibatch_size",
+            "lr",
+            "max_grad_norm",
+            "iterate_all_minibatches",
+            "max_minibatches_per_epoch",
+            "torch_threads",
+        }
+    )
+
     lr: float = Field(1e-2, gt=0, description="Adam learning rate (actor and critic).")
     gamma: float = Field(0.95, ge=0, le=1, description="Discount factor.")
     hidden_sizes: list[int] = Field(
-        default_factory=lambda: [64, 64], description="Hidden layer widths (ReLU)."
+        default_factory=lambda: [64, 64],
+        max_length=16,
+        description="Hidden layer widths (ReLU), each 1 to 16384.",
     )
     max_grad_norm: float = Field(0.5, gt=0, description="Per-agent, per-network L2 gradient clip.")
     tau: float = Field(0.01, gt=0, le=1, description="Polyak factor of the target networks.")
-    minibatch_size: int = Field(1024, ge=1, description="Transitions per update.")
-    buffer_size: int = Field(1_000_000, ge=1, description="Replay buffer capacity (transitions).")
-    episode_length: int = Field(25, ge=1, description="Steps per episode.")
+    minibatch_size: int = Field(1024, ge=1, le=10**7, description="Transitions per update.")
+    buffer_size: int = Field(
+        1_000_000, ge=1, le=10**9, description="Replay buffer capacity (transitions)."
+    )
+    episode_length: int = Field(25, ge=1, le=10**6, description="Steps per episode.")
     steps_per_iteration: int = Field(
-        100, ge=1, description="Environment steps between two updates (one update each)."
+        100, ge=1, le=10**7, description="Environment steps between two updates (one update each)."
     )
     learning_starts: int = Field(
-        1024 * 25, ge=1, description="Transitions in the buffer before the first update."
+        1024 * 25, ge=1, le=10**12, description="Transitions in the buffer before the first update."
     )
     actor_regularization: float = Field(
         1e-3, ge=0, description="Weight of the mean squared actor output (the authors' 1e-3)."
@@ -61,6 +89,36 @@ class MaddpgOptions(Options):
     exploration_std: float = Field(
         0.1, ge=0, description="Gaussian exploration noise for continuous actions."
     )
+
+    @field_validator("hidden_sizes")
+    @classmethod
+    def _widths_in_range(cls, widths: list[int]) -> list[int]:
+        for layer, width in enumerate(widths):
+            if not 1 <= width <= MAX_WIDTH:
+                raise PydanticCustomError(
+                    "width_out_of_range",
+                    "layer {layer} has {width} units; each layer needs 1 to {maximum}",
+                    {"layer": layer, "width": width, "maximum": MAX_WIDTH},
+                )
+        return widths
+
+    def min_memory_bytes(
+        self, *, agents: int, observation_floats: int, train: TrainSection
+    ) -> tuple[int, str, str]:
+        """A lower bound of the largest allocation: the replay buffer (allocated whole at the
+        first transition) or the agents' state (networks, targets and Adam moments; each critic
+        reads every agent's observation and action)."""
+        del train  # MADDPG sizes its run with its own options
+        buffer = 4 * self.buffer_size * agents * (2 * observation_floats + 3)
+        first_width = self.hidden_sizes[0] if self.hidden_sizes else 1
+        state = 4 * 4 * agents * agents * (observation_floats + 1) * first_width
+        if buffer >= state:
+            return (
+                buffer,
+                f"the replay buffer ({self.buffer_size} transitions)",
+                "algorithm.buffer_size",
+            )
+        return state, f"the networks of {agents} agents", "env.agents"
 
 
 class MADDPG:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import LazyTensorStorage, ReplayBuffer
@@ -13,6 +12,7 @@ from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MaddpgProgram
+from marlplug.algorithms.seeding import derive_seed
 
 #: Separates the env's per-episode seeds from every other stream derived from the run's seed.
 _EPISODE_SALT = 11
@@ -67,9 +67,7 @@ class ExperienceCollector:
 
     def _seeded_reset(self) -> TensorDictBase:
         """Reset every env copy from the seed of ``(seed, episode)``; forget the replay log."""
-        episode_seed = int(
-            np.random.SeedSequence([self.seed, _EPISODE_SALT, self._episode]).generate_state(1)[0]
-        )
+        episode_seed = derive_seed(self.seed, _EPISODE_SALT, self._episode)
         self.env.set_seed(episode_seed)
         self._actions_since_reset = []
         return self.env.reset()

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from pydantic import Field
 from tensordict import TensorDict, TensorDictBase
 from torchrl.envs import EnvBase
 
+from marlplug.config import MAX_WIDTH
 from marlplug.config import Options as ConfigOptions
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
@@ -27,6 +29,9 @@ from marlplug.train.agent_optim import (
     clip_grad_norm_per_agent_,
     group_parameters,
 )
+
+if TYPE_CHECKING:
+    from marlplug.train.config import TrainSection
 
 
 @contextmanager
@@ -106,10 +111,34 @@ class PPO:
     class Options(ConfigOptions):
         """``algorithm: {name: ppo, ...}``."""
 
-        hidden_size: int = Field(64, ge=1, description="Hidden width of encoders and critics.")
-        feature_dim: int = Field(64, ge=1, description="Width of each agent's encoder features.")
+        hidden_size: int = Field(
+            64, ge=1, le=MAX_WIDTH, description="Hidden width of encoders and critics."
+        )
+        feature_dim: int = Field(
+            64, ge=1, le=MAX_WIDTH, description="Width of each agent's encoder features."
+        )
         centralized_critic: bool = Field(True, description="MAPPO critics (else IPPO).")
         adam_eps: float = Field(1e-8, gt=0.0, description="Adam's epsilon.")
+
+        def min_memory_bytes(
+            self, *, agents: int, observation_floats: int, train: TrainSection
+        ) -> tuple[int, str, str]:
+            """A lower bound of the largest allocation: one rollout (every agent's observation and
+            next observation, action, reward, value, log-prob, advantage... per step) or the
+            critics (with ``centralized_critic`` each reads every agent's observation), counted
+            with their gradients and Adam moments."""
+            steps = train.rollout_steps * train.num_envs
+            rollout = 4 * steps * agents * (2 * observation_floats + 8)
+            critic_inputs = observation_floats * (agents if self.centralized_critic else 1)
+            networks = 4 * 4 * agents * (critic_inputs + observation_floats) * self.hidden_size
+            if rollout >= networks:
+                return (
+                    rollout,
+                    f"one rollout ({train.rollout_steps} steps x {train.num_envs} envs x "
+                    f"{agents} agents)",
+                    "train.rollout_steps",
+                )
+            return networks, f"the networks of {agents} agents", "env.agents"
 
     def __init__(
         self,

@@ -9,12 +9,15 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import click
 
 from marlplug.cli.allocator import keep_freed_memory
+from marlplug.config_checks import ConfigWarning
+from marlplug.config_messages import printable
 from marlplug.errors import UserError
 from marlplug.switches import env_flag
 
@@ -119,6 +122,22 @@ def cli(debug: bool) -> None:
     del debug  # read in main() so errors raised before the group runs are covered too
 
 
+def _format_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """A config warning is one ``warning:`` line (no source location); others as Python prints them."""
+    if issubclass(category, ConfigWarning):
+        return f"warning: {printable(str(message), keep_newlines=False)}\n"
+    return _python_format_warning(message, category, filename, lineno, line)
+
+
+_python_format_warning = warnings.formatwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and turn user mistakes into exit status 2 with a short message."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -128,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # TorchRL logs INFO lines to stdout, which would corrupt `--json` output; read at its import.
     os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
     keep_freed_memory()
+    warnings.formatwarning = _format_warning
     try:
         cli.main(args=args, prog_name="marlplug", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -150,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         if debug:
             raise
-        click.echo(f"error: {exc}", err=True)
+        # The message may quote a config file's bytes: escape control characters.
+        click.echo(f"error: {printable(str(exc))}", err=True)
         return 2
     return 0
 

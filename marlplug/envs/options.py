@@ -12,6 +12,10 @@ from pydantic_core import PydanticCustomError
 
 from marlplug.config import Options
 
+#: Most agents a scenario accepts: every bundled scenario's observation grows with the number of
+#: agents, so one step costs O(M^2); beyond this even building the env takes minutes.
+MAX_AGENTS = 1024
+
 
 class ScenarioOptions(Options):
     """Fields shared by every scenario: team size, action type and episode length.
@@ -24,11 +28,26 @@ class ScenarioOptions(Options):
     #: Set to False in a scenario that only has discrete actions.
     supports_continuous_actions: ClassVar[bool] = True
 
-    agents: int = Field(3, ge=1, description="Total number of agents M (both teams).")
+    agents: int = Field(
+        3, ge=1, le=MAX_AGENTS, description="Total number of agents M (both teams)."
+    )
     continuous_actions: bool = Field(
         False, description="Continuous 5-dim force actions in [0, 1] instead of Discrete(5)."
     )
-    max_steps: int = Field(25, ge=1, description="Episode length; the env truncates after it.")
+    max_steps: int = Field(
+        25, ge=1, le=10**6, description="Episode length; the env truncates after it."
+    )
+
+    def min_observation_floats(self) -> int:
+        """A lower bound of one agent's observation size, for the memory estimate of a run.
+
+        Every bundled scenario observes the other agents' relative positions (2 floats each) and
+        its own position and velocity; a scenario that observes less overrides this.
+
+        >>> ScenarioOptions(agents=4).min_observation_floats()
+        8
+        """
+        return 2 * self.agents
 
     @field_validator("continuous_actions")
     @classmethod

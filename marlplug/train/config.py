@@ -11,19 +11,27 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from marlplug.algorithms.seeding import MAX_SEED
+from marlplug.errors import ConfigError
+
 
 class TrainSection(BaseModel):
     """``train:`` in a config file. The PPO loss options live on the ``clip_ppo`` loss entry."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan: floats must be finite (``lr: .inf`` is a typo, never a setting).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    updates: int = Field(50, ge=1, description="Number of updates (one rollout each).")
-    rollout_steps: int = Field(2048, ge=1, description="Environment steps per rollout.")
-    num_envs: int = Field(1, ge=1, description="Parallel environment copies in the collector.")
+    # Upper bounds are far beyond any real run; they stop a typo (an extra digit or three) before
+    # it allocates terabytes. A memory estimate (marlplug.config_checks) catches the combinations.
+    updates: int = Field(50, ge=1, le=10**9, description="Number of updates (one rollout each).")
+    rollout_steps: int = Field(2048, ge=1, le=10**7, description="Environment steps per rollout.")
+    num_envs: int = Field(
+        1, ge=1, le=4096, description="Parallel environment copies in the collector."
+    )
     gamma: float = Field(0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0, description="GAE lambda.")
-    n_epochs: int = Field(4, ge=1, description="Passes over each rollout.")
-    minibatch_size: int = Field(256, ge=1, description="Rows per minibatch.")
+    n_epochs: int = Field(4, ge=1, le=10**4, description="Passes over each rollout.")
+    minibatch_size: int = Field(256, ge=1, le=10**7, description="Rows per minibatch.")
     lr: float = Field(3e-4, gt=0.0, description="Adam learning rate.")
     max_grad_norm: float = Field(
         0.5, gt=0.0, description="Per-agent global L2 clip of the gradient slice."
@@ -32,14 +40,15 @@ class TrainSection(BaseModel):
         False, description="Walk every minibatch of a shuffled rollout (else one per epoch)."
     )
     max_minibatches_per_epoch: int | None = Field(
-        None, ge=1, description="Cap on minibatches per epoch when iterating all."
+        None, ge=1, le=10**7, description="Cap on minibatches per epoch when iterating all."
     )
     checkpoint_every: int = Field(
-        10, ge=1, description="Write a checkpoint every K updates (MADDPG: iterations)."
+        10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
     torch_threads: int | None = Field(
         1,
         ge=1,
+        le=1024,
         description="torch intra-op threads (small networks run fastest on one); null: torch's default.",
     )
 
@@ -85,6 +94,11 @@ class JointTrainerConfig:
     """Adam learning rate."""
     num_envs: int = 1
     """Parallel env copies."""
+
+    def __post_init__(self) -> None:
+        # The seed reaches numpy, gymnasium and VMAS: refuse here what they would refuse mid-run.
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"seed: must be between 0 and {MAX_SEED}, got {self.seed}")
 
     @classmethod
     def from_sections(

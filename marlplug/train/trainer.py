@@ -17,6 +17,7 @@ from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
+from marlplug.algorithms.seeding import derive_seed
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.train.config import JointTrainerConfig
 from marlplug.train.stats import PER_AGENT_STATS, JointStats
@@ -33,14 +34,6 @@ _STAT_SOURCES = {
     "approx_kl": "approx_kl",
     "explained_var": "explained_variance",
 }
-
-
-def derive_seed(seed: int, *parts: int) -> int:
-    """A deterministic 63-bit seed for ``(seed, *parts)`` (e.g. the update index)."""
-    value = seed & 0xFFFFFFFFFFFF
-    for part in parts:
-        value = (value * 6364136223846793005 + part + 1442695040888963407) % (2**63)
-    return value
 
 
 def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:

@@ -123,6 +123,83 @@ CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
         "--set losses[5].coef: losses[5] does not exist (the list has 1 items)",
     ),
     ("set-bad-value", "", ["--set", "seed=abc"], "seed: expected an integer, got 'abc'"),
+    # Values every backend would refuse later, with a traceback (issue 11): refused up front.
+    ("negative-seed", "seed: -1\n", [], "seed: input should be greater than or equal to 0, got -1"),
+    (
+        "seed-over-32-bits",
+        f"seed: {2**70}\n",
+        [],
+        f"seed: input should be less than or equal to 4294967295, got {2**70}",
+    ),
+    ("boolean-seed", "seed: true\n", [], "seed: expected an integer, got True"),
+    (
+        "infinite-lr",
+        "train: {lr: .inf}\n",
+        [],
+        "train.lr: input should be a finite number, got inf",
+    ),
+    ("nan-lr", "", ["--set", "train.lr=.nan"], "train.lr: input should be a finite number"),
+    (
+        "trillion-rollout-steps",
+        "train: {rollout_steps: 1000000000000}\n",
+        [],
+        "train.rollout_steps: input should be less than or equal to 10000000",
+    ),
+    (
+        "rollout-that-cannot-fit",
+        "train: {rollout_steps: 10000000, num_envs: 4096}\n",
+        [],
+        "train.rollout_steps: this run needs at least 9.8 TB of memory for one rollout",
+    ),
+    (
+        "hundred-thousand-agents",
+        "env: {agents: 100000}\n",
+        [],
+        "env.agents: input should be less than or equal to 1024, got 100000",
+    ),
+    (
+        "agents-whose-networks-cannot-fit",
+        "env: {agents: 1000}\n",
+        [],
+        "env.agents: this run needs at least 2.1 TB of memory for the networks of 1000 agents",
+    ),
+    (
+        "negative-maddpg-hidden-size",
+        "algorithm: {name: maddpg, hidden_sizes: [64, -3]}\n",
+        [],
+        "algorithm.hidden_sizes: layer 1 has -3 units; each layer needs 1 to 16384, got [64, -3]",
+    ),
+    (
+        "huge-ppo-hidden-size",
+        "",
+        ["--set", "algorithm.hidden_size=1000000000"],
+        "algorithm.hidden_size: input should be less than or equal to 16384",
+    ),
+    (
+        "infinite-round-timeout",
+        "coding: {scheme: mds, learners: 5, round_timeout_s: .inf}\n",
+        [],
+        "coding.round_timeout_s: input should be a finite number, got inf",
+    ),
+    (
+        "infinite-straggler-delay",
+        "coding: {scheme: mds, learners: 5, stragglers: {count: 1, delay_s: .inf}}\n",
+        [],
+        "coding.stragglers.delay_s: input should be a finite number",
+    ),
+    (
+        "aux-loss-under-maddpg",
+        "algorithm: {name: maddpg}\nlosses: [clip_ppo, {name: redundancy, coef: 0.1}]\n",
+        [],
+        "losses: algorithm 'maddpg' trains with its own losses and ignores this list "
+        "(clip_ppo, redundancy)",
+    ),
+    (
+        "same-loss-twice",
+        "losses: [clip_ppo, redundancy, {name: redundancy, coef: 0.5}]\n",
+        [],
+        "losses[2].name: 'redundancy' is already losses[1]",
+    ),
 ]
 
 
@@ -205,3 +282,33 @@ def test_real_process_exit_status_and_debug_traceback(tmp_path: Path) -> None:
         check=False,
     )
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_train_refuses_a_bad_value_before_any_work(
+    run_cli: Callable[..., object], tmp_path: Path
+) -> None:
+    """`marlplug train` validates the whole config first: no run folder is created."""
+    result = run_cli("train", "--set", "seed=-1", "--set", f"logging.dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.err.strip() == (  # type: ignore[attr-defined]
+        "error: seed: input should be greater than or equal to 0, got -1"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_setting_that_does_nothing_is_one_warning_line(tmp_path: Path) -> None:
+    """A real process: pytest would capture the warning before the CLI prints it."""
+    path = tmp_path / "run.yaml"
+    path.write_text("coding: {scheme: mds, learners: 5, stragglers: {count: 1}}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "marlplug.cli.main", "config", "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"{path}: ok"
+    assert done.stderr.strip() == (
+        "warning: coding.stragglers.count: does nothing without delay_s (a straggler answers "
+        "delay_s seconds late; it is 0); set coding.stragglers.delay_s, e.g. 0.25"
+    )

@@ -13,7 +13,7 @@ from mpe2._mpe_utils.scenario import BaseScenario
 from pydantic import Field
 
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
 
 GOOD_SIZE = 0.05
 ADVERSARY_SIZE = 0.075
@@ -29,7 +29,9 @@ class KeepAwayOptions(AdversarialOptions):
 
     agents: int = Field(2, ge=2, description="Total number of agents M (good + adversaries).")
     adversaries: int = Field(1, ge=1, description="Number of adversaries K (K < M).")
-    landmarks: int = Field(2, ge=1, description="Number of landmarks L; one is the target.")
+    landmarks: int = Field(
+        2, ge=1, le=MAX_AGENTS, description="Number of landmarks L; one is the target."
+    )
 
 
 class KeepAwayWorld(BaseScenario):

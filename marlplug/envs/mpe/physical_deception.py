@@ -11,16 +11,21 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
 
 
 class PhysicalDeceptionOptions(AdversarialOptions):
     """Options of physical deception: M-1 good agents, exactly one adversary, L landmarks."""
 
-    agents: int = Field(3, ge=2, description="Total number of agents M (M-1 good + 1 adversary).")
+    agents: int = Field(
+        3, ge=2, le=MAX_AGENTS, description="Total number of agents M (M-1 good + 1 adversary)."
+    )
     adversaries: int = Field(1, description="Number of adversaries; always 1 in this scenario.")
     landmarks: int | None = Field(
-        None, ge=1, description="Number of landmarks L, one of them the target; null means M-1."
+        None,
+        ge=1,
+        le=MAX_AGENTS,
+        description="Number of landmarks L, one of them the target; null means M-1.",
     )
 
     @field_validator("adversaries")

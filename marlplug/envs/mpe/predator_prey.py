@@ -14,15 +14,19 @@ from mpe2.simple_tag.simple_tag import Scenario as SimpleTagScenario
 from pydantic import Field
 
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
 
 
 class PredatorPreyOptions(AdversarialOptions):
     """Options of predator-prey: M-K predators (good), K prey (adversaries), static obstacles."""
 
-    agents: int = Field(4, ge=2, description="Total number of agents M (predators + prey).")
+    agents: int = Field(
+        4, ge=2, le=MAX_AGENTS, description="Total number of agents M (predators + prey)."
+    )
     adversaries: int = Field(1, ge=1, description="Number of prey K (faster; K < M).")
-    obstacles: int = Field(2, ge=0, description="Number of static circular obstacles.")
+    obstacles: int = Field(
+        2, ge=0, le=MAX_AGENTS, description="Number of static circular obstacles."
+    )
 
 
 class _RenamedTagScenario(SimpleTagScenario):

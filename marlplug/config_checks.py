@@ -1,0 +1,166 @@
+"""Checks across a config's sections, run once every component validated its own options.
+
+Each field is checked by its schema; what a schema cannot see is checked here, before any work
+starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
+fields: a warning), the same loss twice, straggler settings that delay nobody, and a memory
+estimate that refuses runs which cannot fit in this machine's memory.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from marlplug.errors import ConfigError
+
+if TYPE_CHECKING:
+    from marlplug.config import MarlplugConfig
+    from marlplug.train.config import TrainSection
+
+
+class ConfigWarning(UserWarning):
+    """A setting that is valid but does nothing (or is almost certainly not what was meant).
+
+    The CLI prints it as one ``warning:`` line on stderr.
+    """
+
+
+class MemoryEstimate(Protocol):
+    """What an algorithm's ``Options`` may provide so that runs that cannot fit are refused early.
+
+    ``min_memory_bytes`` returns ``(bytes, what, field)``: a lower bound of the memory the largest
+    allocation of a run needs, a few words naming it, and the config field that sizes it.
+    """
+
+    def min_memory_bytes(
+        self, *, agents: int, observation_floats: int, train: TrainSection
+    ) -> tuple[int, str, str]: ...
+
+
+def check_config(config: MarlplugConfig) -> None:
+    """Refuse (:class:`ConfigError`) or warn (:class:`ConfigWarning`) about cross-section problems.
+
+    Example:
+        >>> from marlplug.config import load_config
+        >>> load_config(data={"losses": ["clip_ppo", "redundancy", "redundancy"]})
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.ConfigError: losses[2].name: 'redundancy' is already losses[1]; ...
+    """
+    _check_losses(config)
+    _check_ignored_train_fields(config)
+    _check_stragglers(config)
+    _check_memory(config)
+
+
+def _check_losses(config: MarlplugConfig) -> None:
+    first_index: dict[str, int] = {}
+    for index, spec in enumerate(config.losses):
+        if spec.name in first_index:
+            raise ConfigError(
+                f"losses[{index}].name: '{spec.name}' is already losses[{first_index[spec.name]}]; "
+                "list each loss once (set its coef to weight it)"
+            )
+        first_index[spec.name] = index
+    options = config.algorithm.options
+    if getattr(options, "uses_losses", True) or "losses" not in config.model_fields_set:
+        return
+    names = [spec.name for spec in config.losses]
+    default_losses = config.model_fields["losses"].get_default(call_default_factory=True)
+    # The default list, also as a resolved config spells it out (runs saved before MADDPG configs
+    # left `losses` out hold it with every option filled in), is not a choice the user made.
+    given_only_the_default = len(config.losses) == len(default_losses) and all(
+        spec.name == default.name and spec.options == type(spec.options)()
+        for spec, default in zip(config.losses, default_losses, strict=True)
+    )
+    if names and not given_only_the_default:
+        raise ConfigError(
+            f"losses: algorithm '{config.algorithm.name}' trains with its own losses and ignores "
+            f"this list ({', '.join(names)}); remove the losses section (or --set losses=[])"
+        )
+
+
+def _check_ignored_train_fields(config: MarlplugConfig) -> None:
+    ignored: frozenset[str] = getattr(config.algorithm.options, "ignored_train_fields", frozenset())
+    given = sorted(set(config.train.model_fields_set) & set(ignored))
+    if given:
+        warn(
+            f"train.{given[0]}: algorithm '{config.algorithm.name}' does not use "
+            f"{_listing('train.', given)}; its own settings are under algorithm:"
+        )
+
+
+def _check_stragglers(config: MarlplugConfig) -> None:
+    if config.coding is None:
+        return
+    stragglers = config.coding.stragglers
+    if stragglers.model == "fixed" and stragglers.probability > 0:
+        warn(
+            "coding.stragglers.probability: used only by model 'random'; "
+            "model 'fixed' delays `count` learners per round"
+        )
+    if stragglers.model == "random" and stragglers.count > 0:
+        warn(
+            "coding.stragglers.count: used only by model 'fixed'; "
+            "model 'random' delays each learner with `probability`"
+        )
+    active = stragglers.count if stragglers.model == "fixed" else stragglers.probability
+    if active > 0 and stragglers.delay_s == 0:
+        field = "count" if stragglers.model == "fixed" else "probability"
+        warn(
+            f"coding.stragglers.{field}: does nothing without delay_s (a straggler answers "
+            "delay_s seconds late; it is 0); set coding.stragglers.delay_s, e.g. 0.25"
+        )
+
+
+def _check_memory(config: MarlplugConfig) -> None:
+    estimate = getattr(config.algorithm.options, "min_memory_bytes", None)
+    env_options = config.env.options
+    agents = getattr(env_options, "agents", None)
+    available = physical_memory_bytes()
+    if estimate is None or not isinstance(agents, int) or available is None:
+        return
+    floats = getattr(env_options, "min_observation_floats", lambda: 1)()
+    needed, what, field = estimate(agents=agents, observation_floats=floats, train=config.train)
+    if needed > available:
+        raise ConfigError(
+            f"{field}: this run needs at least {format_bytes(needed)} of memory for {what}, "
+            f"more than this machine has ({format_bytes(available)}); make it smaller"
+        )
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's physical memory, or ``None`` where the OS does not say (then nothing is
+    refused for size).
+
+    >>> (physical_memory_bytes() or 1) > 0
+    True
+    """
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(count: float) -> str:
+    """``24e12`` -> ``'24.0 TB'``.
+
+    >>> format_bytes(1536), format_bytes(24e12)
+    ('1.5 kB', '24.0 TB')
+    """
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if count < 1000 or unit == "PB":
+            return f"{count:.1f} {unit}" if unit != "B" else f"{int(count)} B"
+        count /= 1000
+    raise AssertionError("unreachable")
+
+
+def warn(message: str) -> None:
+    """Issue a :class:`ConfigWarning` (shown by the CLI as ``warning: <message>``)."""
+    warnings.warn(message, ConfigWarning, stacklevel=3)
+
+
+def _listing(prefix: str, names: Iterable[Any]) -> str:
+    return ", ".join(f"{prefix}{name}" for name in names)

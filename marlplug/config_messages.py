@@ -1,0 +1,120 @@
+"""One-line messages for config errors: the field's full path, what was expected and what was given.
+
+Example:
+    >>> format_loc(("losses", 1, "coef"))
+    'losses[1].coef'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from marlplug.plugins import unknown_name_message
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """``("losses", 1, "coef")`` -> ``"losses[1].coef"``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_EXPECTED = {
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "int_parsing": "expected an integer",
+    "int_type": "expected an integer",
+    "int_from_float": "expected an integer",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "list_type": "expected a list",
+}
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The field names of the (nested) model that ``loc`` points into."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (
+            isinstance(current, type) and issubclass(current, BaseModel)
+        ):
+            continue
+        info = current.model_fields.get(part)
+        if info is None:
+            return []
+        annotation = info.annotation
+        args = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
+        current = (
+            annotation
+            if isinstance(annotation, type)
+            else next((a for a in args if issubclass(a, BaseModel)), None)
+        )
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence[str | int]) -> str:
+    loc = [*prefix, *error["loc"]]
+    path = clip(format_loc(loc) or "config")
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        field = clip(str(loc[-1]))
+        parent = format_loc(loc[:-1])
+        fields = _fields_at(model, list(error["loc"])[:-1])
+        where = f" in {parent}" if parent else ""
+        return f"{path}: " + unknown_name_message(f"field{where}", field, fields)
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    got = error.get("input")
+    expected = _EXPECTED.get(kind)
+    if expected is None:
+        expected = str(error["msg"])
+        expected = expected[0].lower() + expected[1:]
+    return f"{path}: {expected}, got {clip(repr(got))}"
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` made printable and cut to ``limit`` characters, so that an error about a huge or
+    binary value stays one short line.
+
+    >>> clip("x" * 100, 10)
+    'xxxxxxx...'
+    """
+    text = printable(text, keep_newlines=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def printable(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every non-printable character escaped as Python writes it, newlines kept if asked.
+
+    Messages quote names and values from config files; escaping keeps a file's control characters
+    (terminal escape sequences, line separators) off the terminal.
+
+    >>> print(printable(chr(27) + "[2J" + chr(10) + "ok"))
+    \\x1b[2J
+    ok
+    """
+    return "".join(
+        char if char.isprintable() or (keep_newlines and char == "\n") else repr(char)[1:-1]
+        for char in text
+    )
+
+
+def validation_message(
+    exc: ValidationError, model: type[BaseModel], prefix: Sequence[str | int] = ()
+) -> str:
+    """Turn a pydantic error into one line per problem (the first, plus a count of the rest)."""
+    errors = exc.errors()
+    first = _describe(errors[0], model, prefix)
+    if len(errors) > 1:
+        first += f"\n(and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return first
