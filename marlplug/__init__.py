@@ -38,12 +38,15 @@ _LAZY = {
     "JointStepResult": "marlplug.train",
     "JointPolicy": "marlplug.train",
     # building models and losses from a config
-    # (the lead adds ``"build": "marlplug.build"`` here when marlplug/build.py lands)
+    "build_trainer": "marlplug.build",
+    "build_loss": "marlplug.build",
+    "sum_losses": "marlplug.losses",
     # coding
     "CodingScheme": "marlplug.coding",
     "make_decoder": "marlplug.coding",
     "InvalidCodeError": "marlplug.coding",
     "NotDecodableError": "marlplug.coding",
+    "UnknownComponentError": "marlplug.errors",
 }
 
 __all__ = [

@@ -41,15 +41,6 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 EXPENSIVE = frozenset({"train", "render", "bench"})
 SHELL_LANGUAGES = frozenset({"bash", "console", "sh", "shell"})
 
-# TEMPORARY (issue 10): pages being rewritten by other helpers in this round, failing before their
-# rewrite lands. The lead empties this list after merging them. strict=True: a page that starts
-# passing reports XPASS as a failure, so an entry cannot outlive its fix.
-KNOWN_BROKEN: dict[str, str] = {
-    "docs/joint_ppo.md": "h13 rewrites it: the TorchRL loop has no imports, env, buffer, optimizer",
-    "docs/hooks.md": "h10c rewrites it: hook signatures without ':' are not python",
-    "docs/plugins.md": "h10c rewrites it: the example uses an undefined MyPlugin",
-}
-
 _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 _FILE_COMMENT = re.compile(r"^#\s*([\w.\-]+\.(?:ya?ml|toml|json|py))\s*$")
@@ -185,13 +176,8 @@ def _page_id(page: Path) -> str:
     return page.relative_to(ROOT).as_posix()
 
 
-def _marks(page: Path) -> list[pytest.MarkDecorator]:
-    reason = KNOWN_BROKEN.get(_page_id(page))
-    return [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-
-
 RUNNABLE_PAGES = [
-    pytest.param(page, id=_page_id(page), marks=_marks(page))
+    pytest.param(page, id=_page_id(page))
     for page in PAGES
     if any(
         block.language == "python" or block.language in SHELL_LANGUAGES
@@ -203,10 +189,6 @@ RUNNABLE_PAGES = [
 def test_the_docs_have_runnable_blocks() -> None:
     ids = {param.id for param in RUNNABLE_PAGES}
     assert {"README.md", "docs/getting-started.md", "docs/coding.md"} <= ids
-
-
-def test_known_broken_pages_exist() -> None:
-    assert set(KNOWN_BROKEN) <= {_page_id(page) for page in PAGES}
 
 
 @pytest.mark.slow
