@@ -99,7 +99,7 @@ COMMANDS = {
     ),
     "plugins": LazyCommand(
         "marlplug.cli.plugins:plugins",
-        "List installed plugins: distribution, version, hooks, components by kind, load errors.",
+        "List installed plugins: status, distribution, version, hooks, components, problems.",
     ),
     "render": LazyCommand(
         "marlplug.cli.render:render",
