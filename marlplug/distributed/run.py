@@ -13,15 +13,15 @@ import csv
 import dataclasses
 import math
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
+from marlplug.config import CodingSection, MarlplugConfig
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog
@@ -31,11 +31,15 @@ from marlplug.distributed.training import CentralizedUpdater, IterationLog, Madd
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.train.checkpoint import (
+    AGENTS_KEY,
     CHECKPOINT_NAME,
+    check_agents,
     load_checkpoint,
     restore_rng_states,
+    restore_state,
     save_checkpoint,
 )
+from marlplug.train.interrupt import TrainingInterrupted, stop_requests
 from marlplug.train.reporting import (
     ProgressBar,
     RunTotals,
@@ -43,7 +47,8 @@ from marlplug.train.reporting import (
     plot_learning_curve,
     restart_rounds_csv,
 )
-from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir
+from marlplug.train.run import HISTORY_KEY, kept_checkpoint, new_run_dir, write_run_config
+from marlplug.train.run_folder import claim_run_dir, hold_run_dir, storage_errors
 
 ROUNDS_NAME = "rounds.csv"
 TIMELINE_NAME = "timeline.png"
@@ -173,21 +178,11 @@ def _algorithm(config: MarlplugConfig) -> Any:
     return algorithm_class(**config.algorithm.options.model_dump())
 
 
-def _run_folder(
-    config: MarlplugConfig, run_dir: str | Path | None, resume_dir: Path | None
-) -> Path:
-    if resume_dir is not None:
-        return resume_dir
-    if run_dir is None:
-        folder = new_run_dir(config)
-    else:
-        folder = Path(run_dir)
-        if (folder / CHECKPOINT_NAME).exists():
-            raise UserError(
-                f"logging.run_name: {folder} already holds a run; use --resume {folder}"
-            )
-        folder.mkdir(parents=True, exist_ok=True)
-    (folder / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
+def _run_folder(config: MarlplugConfig, run_dir: str | Path | None) -> Path:
+    """A new run's folder, created and claimed atomically, with its ``config.yaml``."""
+    folder = new_run_dir(config) if run_dir is None else claim_run_dir(Path(run_dir))
+    with storage_errors(folder, lambda: kept_checkpoint(folder / CHECKPOINT_NAME)):
+        write_run_config(folder, config)
     return folder
 
 
@@ -249,22 +244,27 @@ def run_maddpg(
         **config.env.options.model_dump(),
     )
     program = algorithm.bind(MultiAgentEnvAdapter(env).agents)
-    state: dict[str, Any] | None = None
-    if resume_dir is not None:
-        state = load_checkpoint(resume_dir / CHECKPOINT_NAME)
-        if RUNNER_KEY not in state:
-            raise UserError(
-                f"--resume: {resume_dir / CHECKPOINT_NAME} is not a MADDPG run's checkpoint"
-            )
-    folder = _run_folder(config, run_dir, resume_dir)
     total = iterations if iterations is not None else config.train.updates
-    if config.coding is None:
-        updater: Any = CentralizedUpdater(program, seed=config.seed)
-        result = _train(config, env, program, updater, folder, total, state, progress)
-    else:
-        with build_controller(config, program) as controller:
-            result = _train(config, env, program, controller, folder, total, state, progress)
-    return result
+    with ExitStack() as stack:
+        state: dict[str, Any] | None = None
+        if resume_dir is not None:
+            folder = resume_dir
+            stack.enter_context(hold_run_dir(folder))
+            checkpoint = folder / CHECKPOINT_NAME
+            if checkpoint.exists():  # else: killed before its first checkpoint, start it over
+                state = load_checkpoint(checkpoint, required=(RUNNER_KEY,))
+                check_agents(
+                    state, [agent.name for agent in program.agents], checkpoint, "--resume"
+                )
+        else:
+            folder = _run_folder(config, run_dir)
+            stack.enter_context(hold_run_dir(folder))
+        if config.coding is None:
+            updater: Any = CentralizedUpdater(program, seed=config.seed)
+        else:
+            updater = stack.enter_context(build_controller(config, program))
+        return _train(config, env, program, updater, folder, total, state, progress)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _train(
@@ -280,11 +280,32 @@ def _train(
     runner = MaddpgRunner(env, program, updater, seed=config.seed)
     history: list[tuple[int, float]] = []
     round_logs: list[RoundLog] = []
+    checkpoint = folder / CHECKPOINT_NAME
     if state is not None:
-        runner.load_state_dict(state[RUNNER_KEY])
-        history = [(int(f), float(r)) for f, r in state.get(HISTORY_KEY, [])]
-        round_logs = [RoundLog(**entry) for entry in state.get(ROUND_LOGS_KEY, [])]
-        restore_rng_states(state["rng"])  # last: replaying the env may have drawn from them
+        loaded = state
+
+        def restore() -> None:
+            runner.load_state_dict(loaded[RUNNER_KEY])
+            history.extend((int(f), float(r)) for f, r in loaded.get(HISTORY_KEY, []))
+            round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
+            restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
+
+        restore_state(restore, checkpoint, "--resume")
+    with storage_errors(folder, lambda: kept_checkpoint(checkpoint)):
+        return _iterate(config, runner, folder, total, history, round_logs, progress, state)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _iterate(
+    config: MarlplugConfig,
+    runner: MaddpgRunner,
+    folder: Path,
+    total: int,
+    history: list[tuple[int, float]],
+    round_logs: list[RoundLog],
+    progress: bool | None,
+    state: dict[str, Any] | None,
+) -> CodedRunResult:
     coded = config.coding is not None
     result = CodedRunResult(
         theta=runner.theta,
@@ -305,12 +326,29 @@ def _train(
     logger = make_logger(config.logging.backend, folder, keep_before=runner.iterations + 1)
     show = config.logging.progress if progress is None else progress
     start_steps, start = runner.env_steps, time.perf_counter()
+    saved_iteration = runner.iterations if state is not None else None
+
+    def save() -> None:
+        nonlocal saved_iteration
+        assert result.checkpoint is not None
+        save_checkpoint(
+            result.checkpoint,
+            {
+                RUNNER_KEY: runner.state_dict(),
+                AGENTS_KEY: [agent.name for agent in runner.program.agents],
+                HISTORY_KEY: history,
+                ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
+            },
+        )
+        saved_iteration = runner.iterations
+
     with (
+        stop_requests() as stop,
         ProgressBar(show, total, runner.iterations) as advance,
         result.rounds_csv.open("a", newline="") as rows,
     ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
-        while runner.iterations < total:
+        while runner.iterations < total and not stop.requested:
             log = runner.step()
             result.iterations.append(log)
             _log_iteration(logger, log)
@@ -321,15 +359,14 @@ def _train(
             if not math.isnan(log.episode_return):
                 history.append((log.env_steps, log.episode_return))
             if runner.iterations % config.train.checkpoint_every == 0 or runner.iterations == total:
-                save_checkpoint(
-                    result.checkpoint,
-                    {
-                        RUNNER_KEY: runner.state_dict(),
-                        HISTORY_KEY: history,
-                        ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
-                    },
-                )
+                save()
             advance(log.episode_return)
+        if stop.signal_number is not None:
+            if saved_iteration != runner.iterations:
+                save()
+            raise TrainingInterrupted(
+                stop.signal_number, runner.iterations, result.checkpoint, folder
+            )
     result.seconds = time.perf_counter() - start
     result.frames = runner.env_steps - start_steps
     result.theta = runner.theta
