@@ -67,7 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("RL_LOGGING_LEVEL", "DEBUG" if debug else "WARNING")
     keep_freed_memory()
     try:
-        cli.main(args=args, prog_name="marlplug", standalone_mode=False)
+        # Non-standalone click returns a command's `click.exceptions.Exit(code)` as its result.
+        status = cli.main(args=args, prog_name="marlplug", standalone_mode=False)
+        if isinstance(status, int):
+            return status
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
