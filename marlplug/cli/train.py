@@ -115,6 +115,8 @@ def _train(
             metrics=metrics.format(result.metrics_dir),
             outputs=joint_outputs,
         )
+        if result.nonfinite is not None:
+            lines.insert(1, f"warning: {result.nonfinite}")
     for line in lines:
         click.echo(line)
 

@@ -40,6 +40,7 @@ from marlplug.train.checkpoint import (
     save_checkpoint,
 )
 from marlplug.train.interrupt import TrainingInterrupted, stop_requests
+from marlplug.train.nonfinite import check_finite_states
 from marlplug.train.reporting import (
     ProgressBar,
     RunTotals,
@@ -327,6 +328,7 @@ def _iterate(
     show = config.logging.progress if progress is None else progress
     start_steps, start = runner.env_steps, time.perf_counter()
     saved_iteration = runner.iterations if state is not None else None
+    agent_names = [agent.name for agent in runner.program.agents]
 
     def save() -> None:
         nonlocal saved_iteration
@@ -335,7 +337,7 @@ def _iterate(
             result.checkpoint,
             {
                 RUNNER_KEY: runner.state_dict(),
-                AGENTS_KEY: [agent.name for agent in runner.program.agents],
+                AGENTS_KEY: agent_names,
                 HISTORY_KEY: history,
                 ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
             },
@@ -350,6 +352,8 @@ def _iterate(
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
         while runner.iterations < total and not stop.requested:
             log = runner.step()
+            # theta holds every agent's state: a NaN there is never learned away.
+            check_finite_states(runner.theta, agent_names, where=f"iteration {log.iteration + 1}")
             result.iterations.append(log)
             _log_iteration(logger, log)
             writer.writerow(log.as_row())

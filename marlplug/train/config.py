@@ -37,6 +37,12 @@ class TrainSection(BaseModel):
     checkpoint_every: int = Field(
         10, ge=1, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
+    max_nonfinite_steps: int | None = Field(
+        10,
+        ge=1,
+        description="Stop when an agent's steps are skipped this many times in a row for a "
+        "non-finite loss or gradient; null: only report.",
+    )
     torch_threads: int | None = Field(
         1,
         ge=1,
@@ -85,6 +91,8 @@ class JointTrainerConfig:
     """Adam learning rate."""
     num_envs: int = 1
     """Parallel env copies."""
+    max_nonfinite_steps: int | None = 10
+    """Stop when an agent's steps are skipped this many times in a row (None: only report)."""
 
     @classmethod
     def from_sections(
@@ -109,4 +117,5 @@ class JointTrainerConfig:
             seed=seed,
             lr=train.lr,
             num_envs=train.num_envs,
+            max_nonfinite_steps=train.max_nonfinite_steps,
         )

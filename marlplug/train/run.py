@@ -30,6 +30,7 @@ from marlplug.train.checkpoint import (
 )
 from marlplug.train.config import JointTrainerConfig
 from marlplug.train.interrupt import TrainingInterrupted, stop_requests
+from marlplug.train.nonfinite import warn_nonfinite
 from marlplug.train.reporting import (
     ProgressBar,
     RunTotals,
@@ -62,6 +63,8 @@ class RunResult(RunTotals):
     last_stats: JointStats | None = None
     frames: int = 0
     seconds: float = 0.0
+    #: Agent steps skipped for non-finite losses in this session, in one line (None: none).
+    nonfinite: str | None = None
 
 
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
@@ -310,6 +313,14 @@ def _loop(
                     logger.log_scalar(name, value, step=trainer.update_index)
                 if stats.mean_return is not None:
                     history.append((stats.frames, stats.mean_return))
+                if stats.nonfinite_agent_steps:
+                    warn_nonfinite(
+                        f"update {trainer.update_index}",
+                        stats.nonfinite_agent_steps,
+                        stats.skipped_nonfinite,
+                        stats.minibatch_steps * len(trainer.agent_names),
+                        stats.nonfinite_terms,
+                    )
                 result.last_stats = stats
                 if (
                     trainer.update_index % config.train.checkpoint_every == 0
@@ -325,6 +336,7 @@ def _loop(
                 )
         result.seconds = time.perf_counter() - start
         result.frames = trainer.frames - start_frames
+        result.nonfinite = trainer.nonfinite.summary()
         plot_learning_curve(
             history, result.learning_curve, title=f"{config.env.name} ({config.env.backend})"
         )
