@@ -369,7 +369,7 @@ def _iterate(
             if saved_iteration != runner.iterations:
                 save()
             raise TrainingInterrupted(
-                stop.signal_number, runner.iterations, result.checkpoint, folder
+                stop.signal_number, runner.iterations, result.checkpoint, folder, unit="iteration"
             )
     result.seconds = time.perf_counter() - start
     result.frames = runner.env_steps - start_steps

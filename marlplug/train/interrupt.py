@@ -35,6 +35,7 @@ class TrainingInterrupted(KeyboardInterrupt):
     Attributes:
         signal_number: the signal (``signal.SIGINT`` for Ctrl-C).
         update: the updates (MADDPG: iterations) the checkpoint holds.
+        unit: what one step of the run is called in the message (``update``, ``iteration``).
         checkpoint: the checkpoint file.
         run_dir: the run folder (``marlplug train --resume RUN_DIR`` continues it).
 
@@ -44,13 +45,21 @@ class TrainingInterrupted(KeyboardInterrupt):
         (130, 'interrupted after update 7: checkpoint runs/a/checkpoint.pt; resume with: marlplug train --resume runs/a')
     """
 
-    def __init__(self, signal_number: int, update: int, checkpoint: Path, run_dir: Path) -> None:
+    def __init__(
+        self,
+        signal_number: int,
+        update: int,
+        checkpoint: Path,
+        run_dir: Path,
+        *,
+        unit: str = "update",
+    ) -> None:
         self.signal_number = signal_number
         self.update = update
         self.checkpoint = checkpoint
         self.run_dir = run_dir
         super().__init__(
-            f"interrupted after update {update}: checkpoint {checkpoint}; "
+            f"interrupted after {unit} {update}: checkpoint {checkpoint}; "
             f"resume with: marlplug train --resume {run_dir}"
         )
 

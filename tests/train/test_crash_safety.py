@@ -161,6 +161,54 @@ def test_ctrl_c_checkpoints_the_last_completed_update_and_exits_130(tmp_path: Pa
     assert "Traceback" not in err and out == ""
 
 
+@pytest.mark.slow  # starts 3 learner processes
+def test_ctrl_c_in_a_terminal_stops_a_coded_maddpg_run_with_its_checkpoint(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal signals the whole process group: the driver and its learners."""
+    from marlplug.cli.train import default_config_path
+
+    sets = [
+        "env.agents=2",
+        "algorithm.minibatch_size=8",
+        "algorithm.learning_starts=8",
+        "algorithm.steps_per_iteration=5",
+        "algorithm.buffer_size=20",
+        "algorithm.hidden_sizes=[8]",
+        "train.updates=100000",
+        "train.checkpoint_every=100000",
+        "coding.learners=3",
+        "coding.stragglers.count=0",
+        f"logging.dir={tmp_path}",
+        "logging.run_name=r",
+    ]
+    config = default_config_path().with_name("coded_maddpg.yaml")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "marlplug.cli.main", "train", str(config), "--no-progress"]
+        + [f"--set={s}" for s in sets],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_subprocess_env(),
+        start_new_session=True,
+    )
+    rounds = tmp_path / "r" / "rounds.csv"
+
+    def iterations_logged() -> int:
+        return len(rounds.read_text().splitlines()) - 1 if rounds.exists() else 0
+
+    try:
+        _wait_for(lambda: iterations_logged() >= 4 or process.poll() is not None)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted after iteration "), err
+    iteration = int(lines[0].split()[3].rstrip(":"))
+    state = load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)
+    assert state["maddpg_runner"]["iterations"] == iteration == iterations_logged() >= 4
+
+
 def _resume_in_subprocess(run_dir: Path, **limits: Any) -> subprocess.CompletedProcess[str]:
     def limit_file_size() -> None:
         # A write past RLIMIT_FSIZE fails with EFBIG instead of killing the process (SIGXFSZ):
