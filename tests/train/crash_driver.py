@@ -2,7 +2,8 @@
 test_crash_safety.py in a subprocess: ``python crash_driver.py SPEC_JSON``).
 
 The driver imports marlplug once, then forks one child per attempt; each child runs the real CLI
-(``main(["train", ...])``). A "timer" attempt is killed after a random delay, wherever it is; a
+(``main(["train", ...])``). A "timer" attempt is killed after a random delay (or once it logged a few updates), wherever
+it is; a
 "mid-write" attempt kills itself with SIGKILL halfway through writing its first checkpoint (half the
 bytes are in the temporary file). The run is then resumed once more, unkilled, to the end. Prints
 one JSON object: every attempt's mode, delay, how it ended and the temporary files it left.
@@ -125,7 +126,12 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
                 while not (run_dir / "config.yaml").exists() and not os.waitpid(pid, os.WNOHANG)[0]:
                     time.sleep(0.01)
             delay = rng.uniform(*spec["delay_s"])
-            time.sleep(delay)
+            # Killed after the delay, or once it logged `max_progress` more updates: on a fast
+            # machine the run must not end before every kill is done.
+            cap = _logged_updates(run_dir) + spec["max_progress"]
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline and _logged_updates(run_dir) < cap:
+                time.sleep(0.005)
             os.kill(pid, signal.SIGKILL)
             status = _wait(pid, spec["timeout_s"])
         report["attempts"].append(

@@ -27,9 +27,9 @@ from tests.train.helpers import SMALL_RUN
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 REPO = Path(__file__).resolve().parents[2]
-#: 16 updates, a checkpoint every 2: most kills land between checkpoints, so the resumed run redoes
+#: 48 updates, a checkpoint every 2: most kills land between checkpoints, so the resumed run redoes
 #: updates whose metrics rows were already written.
-CRASH_RUN = [*SMALL_RUN, "train.updates=16", "train.checkpoint_every=2"]
+CRASH_RUN = [*SMALL_RUN, "train.updates=48", "train.checkpoint_every=2"]
 
 
 def _assert_same(a: Any, b: Any, where: str = "checkpoint") -> None:
@@ -70,6 +70,7 @@ def test_sigkill_anywhere_then_resume_ends_bit_identical(tmp_path: Path) -> None
         "kills": 20,
         "mid_write_every": 4,  # every 4th attempt dies halfway through writing a checkpoint
         "delay_s": [0.2, 1.0],
+        "max_progress": 2,  # updates an attempt may log: 20 attempts never finish 48 updates
         "seed": 11,
         "timeout_s": 120,
     }
@@ -105,7 +106,7 @@ def test_sigkill_anywhere_then_resume_ends_bit_identical(tmp_path: Path) -> None
     straight, crashed = tmp_path / "straight", tmp_path / "crashed"
     a = load_checkpoint(straight / CHECKPOINT_NAME)
     b = load_checkpoint(crashed / CHECKPOINT_NAME)
-    assert a["trainer"]["update_index"] == b["trainer"]["update_index"] == 16
+    assert a["trainer"]["update_index"] == b["trainer"]["update_index"] == 48
     for key in ("trainer", "model", "history", "agents"):
         _assert_same(a[key], b[key], key)
     # Every update is logged once, with the values of the run never stopped.
