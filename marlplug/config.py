@@ -28,7 +28,7 @@ from marlplug.config_checks import check_config
 from marlplug.config_loading import check_size, parse_yaml_text, read_config_file
 from marlplug.config_messages import clip, format_loc, validation_message
 from marlplug.errors import ConfigError
-from marlplug.plugins import get_plugin_manager, unknown_name_message
+from marlplug.plugins import get_plugin_manager
 from marlplug.train.config import TrainSection
 
 

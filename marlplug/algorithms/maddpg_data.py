@@ -161,7 +161,8 @@ class ExperienceCollector:
         filled = len(self.buffer)
         rows = self.buffer.storage[torch.arange(filled)] if filled else None
         return {
-            "transitions": rows,
+            # Plain tensors, not a TensorDict: checkpoints hold plain data only (weights_only load).
+            "transitions": None if rows is None else rows.to_dict(),
             "writer": self.buffer.writer.state_dict(),
             "generator": self.generator.get_state(),
             "episode": self._episode,
@@ -173,7 +174,9 @@ class ExperienceCollector:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output: refill the buffer and replay the env to where it was."""
         if state["transitions"] is not None:
-            self.buffer.extend(state["transitions"])
+            columns = dict(state["transitions"])
+            rows = len(next(iter(columns.values())))
+            self.buffer.extend(TensorDict(columns, batch_size=[rows]))
         self.buffer.writer.load_state_dict(state["writer"])
         self._episode = int(state["episode"])
         self._td = self._seeded_reset()

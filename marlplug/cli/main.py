@@ -149,7 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     keep_freed_memory()
     warnings.formatwarning = _format_warning
     try:
-        cli.main(args=args, prog_name="marlplug", standalone_mode=False)
+        # Non-standalone click returns a command's `click.exceptions.Exit(code)` as its result.
+        status = cli.main(args=args, prog_name="marlplug", standalone_mode=False)
+        if isinstance(status, int):
+            return status
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:

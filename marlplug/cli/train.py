@@ -44,7 +44,23 @@ def default_config_path() -> Path:
 def train(
     config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path | None, no_progress: bool
 ) -> None:
-    """Train with CONFIG (default: the packaged cooperative-navigation config)."""
+    """Train with CONFIG (default: the packaged cooperative-navigation config).
+
+    Ctrl-C (or SIGTERM) finishes the update under way, writes its checkpoint and exits with 130
+    (143); a second Ctrl-C stops at once, keeping the last checkpoint.
+    """
+    from marlplug.train.interrupt import TrainingInterrupted
+
+    try:
+        _train(config_path, overrides, resume_dir, no_progress)
+    except TrainingInterrupted as stop:
+        click.echo(str(stop), err=True)
+        raise click.exceptions.Exit(stop.exit_status) from None
+
+
+def _train(
+    config_path: Path | None, overrides: tuple[str, ...], resume_dir: Path | None, no_progress: bool
+) -> None:
     from marlplug.config import load_config
     from marlplug.errors import UserError
     from marlplug.train.run import load_run_config
@@ -95,6 +111,8 @@ def train(
             metrics=metrics.format(result.metrics_dir),
             outputs=joint_outputs,
         )
+        if result.nonfinite is not None:
+            lines.insert(1, f"warning: {result.nonfinite}")
     for line in lines:
         click.echo(line)
 

@@ -13,15 +13,15 @@ import csv
 import dataclasses
 import logging
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
+from marlplug.config import CodingSection, MarlplugConfig
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog
@@ -38,14 +38,20 @@ from marlplug.distributed.training import CentralizedUpdater, IterationLog, Madd
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.train.checkpoint import (
+    AGENTS_KEY,
     CHECKPOINT_NAME,
+    check_agents,
     load_checkpoint,
     restore_rng_states,
+    restore_state,
     save_checkpoint,
 )
+from marlplug.train.interrupt import TrainingInterrupted, stop_requests
 from marlplug.train.metrics_files import make_logger, restart_rounds_csv
+from marlplug.train.nonfinite import check_finite_states
 from marlplug.train.reporting import ProgressBar
-from marlplug.train.run import CONFIG_NAME, HISTORY_KEY, new_run_dir, save_run_config
+from marlplug.train.run import HISTORY_KEY, kept_checkpoint, new_run_dir, save_run_config
+from marlplug.train.run_folder import claim_run_dir, hold_run_dir, storage_errors
 from marlplug.train.stats import (
     ReturnPoint,
     history_for_checkpoint,
@@ -175,21 +181,11 @@ def _algorithm(config: MarlplugConfig) -> Any:
     return algorithm_class(**config.algorithm.options.model_dump())
 
 
-def _run_folder(
-    config: MarlplugConfig, run_dir: str | Path | None, resume_dir: Path | None
-) -> Path:
-    if resume_dir is not None:
-        return resume_dir
-    if run_dir is None:
-        folder = new_run_dir(config)
-    else:
-        folder = Path(run_dir)
-        if (folder / CHECKPOINT_NAME).exists():
-            raise UserError(
-                f"logging.run_name: {folder} already holds a run; use --resume {folder}"
-            )
-        folder.mkdir(parents=True, exist_ok=True)
-    (folder / CONFIG_NAME).write_text(yaml.safe_dump(resolved_dict(config), sort_keys=False))
+def _run_folder(config: MarlplugConfig, run_dir: str | Path | None) -> Path:
+    """A new run's folder, created and claimed atomically, with its ``config.yaml``."""
+    folder = new_run_dir(config) if run_dir is None else claim_run_dir(Path(run_dir))
+    with storage_errors(folder, lambda: kept_checkpoint(folder / CHECKPOINT_NAME)):
+        save_run_config(folder, config)
     return folder
 
 
@@ -231,22 +227,27 @@ def run_maddpg(
         **config.env.options.model_dump(),
     )
     program = algorithm.bind(MultiAgentEnvAdapter(env).agents)
-    state: dict[str, Any] | None = None
-    if resume_dir is not None:
-        state = load_checkpoint(resume_dir / CHECKPOINT_NAME)
-        if RUNNER_KEY not in state:
-            raise UserError(
-                f"--resume: {resume_dir / CHECKPOINT_NAME} is not a MADDPG run's checkpoint"
-            )
-    folder = _run_folder(config, run_dir, resume_dir)
     total = iterations if iterations is not None else config.train.updates
-    if config.coding is None:
-        updater: Any = CentralizedUpdater(program, seed=config.seed)
-        result = _train(config, env, program, updater, folder, total, state, progress)
-    else:
-        with build_controller(config, program) as controller:
-            result = _train(config, env, program, controller, folder, total, state, progress)
-    return result
+    with ExitStack() as stack:
+        state: dict[str, Any] | None = None
+        if resume_dir is not None:
+            folder = resume_dir
+            stack.enter_context(hold_run_dir(folder))
+            checkpoint = folder / CHECKPOINT_NAME
+            if checkpoint.exists():  # else: killed before its first checkpoint, start it over
+                state = load_checkpoint(checkpoint, required=(RUNNER_KEY,))
+                check_agents(
+                    state, [agent.name for agent in program.agents], checkpoint, "--resume"
+                )
+        else:
+            folder = _run_folder(config, run_dir)
+            stack.enter_context(hold_run_dir(folder))
+        if config.coding is None:
+            updater: Any = CentralizedUpdater(program, seed=config.seed)
+        else:
+            updater = stack.enter_context(build_controller(config, program))
+        return _train(config, env, program, updater, folder, total, state, progress)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _train(
@@ -262,16 +263,40 @@ def _train(
     runner = MaddpgRunner(env, program, updater, seed=config.seed)
     round_logs: list[RoundLog] = []
     history: list[ReturnPoint] = []
+    checkpoint = folder / CHECKPOINT_NAME
     if state is not None:
-        runner.load_state_dict(state[RUNNER_KEY])
-        history = history_from_checkpoint(
-            state.get(HISTORY_KEY, []),
-            num_agents=program.num_agents,
-            legacy_is_team=True,  # MADDPG stored the sum over agents
-        )
-        round_logs = [RoundLog(**entry) for entry in state.get(ROUND_LOGS_KEY, [])]
-        restore_rng_states(state["rng"])  # last: replaying the env may have drawn from them
-        save_run_config(folder, config)
+        loaded = state
+
+        def restore() -> None:
+            runner.load_state_dict(loaded[RUNNER_KEY])
+            history.extend(
+                history_from_checkpoint(
+                    loaded.get(HISTORY_KEY, []),
+                    num_agents=program.num_agents,
+                    legacy_is_team=True,  # MADDPG stored the sum over agents
+                )
+            )
+            round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
+            restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
+
+        restore_state(restore, checkpoint, "--resume")
+        with storage_errors(folder, lambda: kept_checkpoint(checkpoint)):
+            save_run_config(folder, config)  # keeps this resume's --set overrides
+    with storage_errors(folder, lambda: kept_checkpoint(checkpoint)):
+        return _iterate(config, runner, folder, total, history, round_logs, progress, state)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _iterate(
+    config: MarlplugConfig,
+    runner: MaddpgRunner,
+    folder: Path,
+    total: int,
+    history: list[ReturnPoint],
+    round_logs: list[RoundLog],
+    progress: bool | None,
+    state: dict[str, Any] | None,
+) -> CodedRunResult:
     coded = config.coding is not None
     result = CodedRunResult(
         theta=runner.theta,
@@ -301,17 +326,37 @@ def _train(
             total,
         )
     start_steps, start = runner.env_steps, time.perf_counter()
+    saved_iteration = runner.iterations if state is not None else None
+    agent_names = [agent.name for agent in runner.program.agents]
+
+    def save() -> None:
+        nonlocal saved_iteration
+        assert result.checkpoint is not None
+        save_checkpoint(
+            result.checkpoint,
+            {
+                RUNNER_KEY: runner.state_dict(),
+                AGENTS_KEY: agent_names,
+                HISTORY_KEY: history_for_checkpoint(history),
+                ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
+            },
+        )
+        saved_iteration = runner.iterations
+
     with (
+        stop_requests() as stop,
         ProgressBar(
             show, total, runner.iterations, latest=history[-1] if history else None
         ) as advance,
         result.rounds_csv.open("a", newline="") as rows,
     ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
-        while runner.iterations < total:
+        while runner.iterations < total and not stop.requested:
             log = runner.step()
+            # theta holds every agent's state: a NaN there is never learned away.
+            check_finite_states(runner.theta, agent_names, where=f"iteration {log.iteration + 1}")
             result.iterations.append(log)
-            returns = iteration_returns(log, program.num_agents)
+            returns = iteration_returns(log, runner.program.num_agents)
             log_iteration(logger, log, returns)
             writer.writerow(iteration_row(log, returns))
             rows.flush()
@@ -320,15 +365,14 @@ def _train(
             if returns is not None:
                 history.append(returns)
             if runner.iterations % config.train.checkpoint_every == 0 or runner.iterations == total:
-                save_checkpoint(
-                    result.checkpoint,
-                    {
-                        RUNNER_KEY: runner.state_dict(),
-                        HISTORY_KEY: history_for_checkpoint(history),
-                        ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in round_logs],
-                    },
-                )
+                save()
             advance(returns)
+        if stop.signal_number is not None:
+            if saved_iteration != runner.iterations:
+                save()
+            raise TrainingInterrupted(
+                stop.signal_number, runner.iterations, result.checkpoint, folder, unit="iteration"
+            )
     result.seconds = time.perf_counter() - start
     result.frames = runner.env_steps - start_steps
     result.total_frames, result.completed = runner.env_steps, runner.iterations
@@ -342,7 +386,7 @@ def _train(
         history,
         result.learning_curve or folder / LEARNING_CURVE_NAME,
         title=title,
-        num_agents=program.num_agents,
+        num_agents=runner.program.num_agents,
         unit="iteration",
     )
     if result.timeline is not None and config.coding is not None and round_logs:

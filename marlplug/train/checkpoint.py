@@ -1,18 +1,24 @@
-"""Checkpoints: written atomically (temp file + ``os.replace``), with the RNG states.
+"""Checkpoints: plain data only, written atomically (temp file + ``os.replace``), with the RNG states.
 
-A checkpoint is a ``torch.save`` dict: ``trainer`` (loss, optimizer and counters, to resume),
-``model`` (the :class:`~marlplug.models.JointActorCritic` state dict, to act), ``history`` and ``rng``.
+A checkpoint is a ``torch.save`` dict of tensors, plain containers and primitives only, marked with
+:data:`FORMAT`: ``trainer`` (loss, optimizer and counters, to resume) or ``maddpg_runner``,
+``model`` (the :class:`~marlplug.models.JointActorCritic` state dict, to act), ``agents``,
+``history`` and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never
+runs code from it, whoever wrote it; a file holding anything else is refused with one line.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import random
+import re
 import stat
 import tempfile
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import numpy as np
 import torch
@@ -27,21 +33,84 @@ if TYPE_CHECKING:
 
 CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_KEY = "model"
+#: The agent names a checkpoint was trained with, in the documented agent order.
+AGENTS_KEY = "agents"
+RNG_KEY = "rng"
+FORMAT_KEY = "format"
+#: Marks a file as a marlplug checkpoint of this layout (plain data, numpy RNG state as a tensor).
+FORMAT = "marlplug-checkpoint/1"
+#: Leaves a checkpoint may hold besides tensors and plain containers.
+_PLAIN_LEAVES = (torch.Tensor, str, bytes, int, float, bool, type(None), torch.Size, torch.dtype)
 
 
 def rng_states() -> dict[str, Any]:
-    """torch, numpy and Python RNG states."""
+    """torch, numpy and Python RNG states, as plain data (numpy's key array becomes a tensor).
+
+    Examples:
+        >>> states = rng_states()
+        >>> sorted(states), states["numpy"]["key"].dtype
+        (['numpy', 'python', 'torch'], torch.int64)
+    """
+    name, key, position, has_gauss, cached_gaussian = np.random.get_state()
     return {
         "torch": torch.get_rng_state(),
-        "numpy": np.random.get_state(),
+        "numpy": {
+            "bit_generator": str(name),
+            "key": torch.from_numpy(np.asarray(key, dtype=np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
         "python": random.getstate(),
     }
 
 
-def restore_rng_states(states: dict[str, Any]) -> None:
+def restore_rng_states(states: Mapping[str, Any]) -> None:
+    """Set the torch, numpy and Python RNGs to :func:`rng_states`'s output."""
+    numpy_state = states["numpy"]
     torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
+    np.random.set_state(
+        (
+            numpy_state["bit_generator"],
+            numpy_state["key"].numpy().astype(np.uint32),
+            numpy_state["position"],
+            numpy_state["has_gauss"],
+            numpy_state["cached_gaussian"],
+        )
+    )
     random.setstate(states["python"])
+
+
+def check_plain(value: object, where: str = "checkpoint") -> None:
+    """Raise ``TypeError`` naming the first object in ``value`` that is not a tensor, a plain
+    container (dict, list, tuple) or a primitive: what ``torch.load(weights_only=True)`` reads back.
+
+    Called on every save, so a component whose ``state_dict`` grows a foreign object fails where it
+    is written, not when a user resumes.
+
+    Examples:
+        >>> check_plain({"w": torch.zeros(2), "steps": [1, 2.0, None]})
+        >>> check_plain({"rng": np.zeros(2)})
+        Traceback (most recent call last):
+        ...
+        TypeError: checkpoint['rng'] is a numpy.ndarray; a checkpoint holds tensors, dicts, lists, tuples and primitives only
+    """
+    if isinstance(value, _PLAIN_LEAVES):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, (str, int)):
+                raise TypeError(f"{where} has a key of type {type(key).__name__}: {key!r}")
+            check_plain(item, f"{where}[{key!r}]")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_plain(item, f"{where}[{index}]")
+        return
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    raise TypeError(
+        f"{where} is a {kind}; a checkpoint holds tensors, dicts, lists, tuples and primitives only"
+    )
 
 
 def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
@@ -95,22 +164,107 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
-    """Write ``state`` (plus RNG states) to ``path`` atomically: a reader never sees half a file."""
-    payload = {**state, "rng": rng_states()}
-    return write_atomically(path, lambda stream: torch.save(payload, stream))
+    """Write ``state`` (plus RNG states and the format mark) to ``path`` atomically: a reader never
+    sees half a file, and a crash leaves the previous checkpoint in place.
+
+    Raises:
+        TypeError: ``state`` holds something other than plain data (see :func:`check_plain`).
+        OSError: the file cannot be written (the previous checkpoint is kept).
+    """
+    payload = {FORMAT_KEY: FORMAT, **state, RNG_KEY: rng_states()}
+    check_plain(payload)
+
+    def write(stream: BinaryIO) -> None:
+        try:
+            torch.save(payload, stream)
+        except RuntimeError as exc:  # torch wraps the stream's OSError (a full disk) in its own
+            if isinstance(exc.__context__, OSError):
+                raise exc.__context__ from None
+            raise
+
+    try:
+        return write_atomically(path, write)
+    except OSError as exc:
+        if exc.filename is None:  # a failed write() or fsync() names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
 
 
-def load_checkpoint(path: Path, *, option: str = "--resume") -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (``option`` names the CLI flag in errors)."""
+def load_checkpoint(
+    path: Path, *, option: str = "--resume", required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint`, never running code from the file.
+
+    Args:
+        path: the checkpoint file.
+        option: the CLI flag named in errors.
+        required: entries the caller needs (besides the RNG states); a missing one is a one-line
+            :class:`UserError`.
+
+    Raises:
+        UserError: the file is missing, truncated, foreign, holds objects other than plain data
+            (a pickle that would call a function is refused before anything runs), or lacks an entry.
+    """
     if not path.is_file():
         raise UserError(f"{option}: no checkpoint at {path}")
     try:
-        state: dict[str, Any] = torch.load(path, weights_only=False)
-    except Exception as exc:  # a truncated or foreign file
-        raise UserError(f"{option}: {path} is not a marlplug checkpoint ({exc})") from None
-    if not isinstance(state, dict):
-        raise UserError(f"{option}: {path} is not a marlplug checkpoint")
+        with warnings.catch_warnings():  # torch warns about pickle protocols of foreign files
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:  # the restricted unpickler refused something
+        found = re.search(r"GLOBAL (\S+)", str(exc))
+        what = f"'{found.group(1)}'" if found else "objects other than tensors and plain data"
+        raise UserError(
+            f"{option}: {path} is not a marlplug checkpoint: it refers to {what}, and marlplug loads "
+            f"only tensors and plain data from a file"
+        ) from None
+    except Exception as exc:  # a truncated, empty or foreign file
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(
+            f"{option}: {path} is not a marlplug checkpoint (cannot read it: {reason})"
+        ) from None
+    if not isinstance(state, dict) or state.get(FORMAT_KEY) != FORMAT:
+        raise UserError(
+            f"{option}: {path} is not a marlplug checkpoint (no '{FORMAT}' mark: written by another "
+            f"program or an older marlplug)"
+        )
+    for key in (*required, RNG_KEY):
+        if key not in state:
+            raise UserError(f"{option}: {path} holds no '{key}' entry; it cannot be resumed")
     return state
+
+
+def check_agents(state: Mapping[str, Any], agents: list[str], path: Path, option: str) -> None:
+    """A one-line :class:`UserError` when the checkpoint was trained with other agents than the
+    config builds (e.g. ``--resume RUN --set env.agents=3`` on a 2-agent run)."""
+    saved = state.get(AGENTS_KEY)
+    if saved is None or list(saved) == list(agents):
+        return
+    raise UserError(
+        f"{option}: the networks in {path} do not fit this config: trained with {len(saved)} agents "
+        f"({', '.join(map(str, saved))}), this config builds {len(agents)} ({', '.join(agents)}); "
+        f"was env.agents changed?"
+    )
+
+
+def restore_state(restore: Callable[[], object], path: Path, option: str) -> None:
+    """Run ``restore`` (a ``load_state_dict`` call with a checkpoint's entries); a checkpoint whose
+    entries do not fit this config's networks becomes one :class:`UserError` line naming the first
+    mismatch instead of torch's multi-line dump."""
+    try:
+        restore()
+    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        _does_not_fit(exc, path, option)
+
+
+def _does_not_fit(exc: BaseException, path: Path, option: str) -> NoReturn:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = next((line for line in lines if "mismatch" in line or "Missing" in line), None)
+    detail = detail or (lines[0] if lines else type(exc).__name__)
+    raise UserError(
+        f"{option}: the state in {path} does not fit this config ({detail.rstrip('.')}); was the "
+        f"env or the algorithm changed?"
+    ) from None
 
 
 def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> JointActorCritic:
@@ -132,18 +286,9 @@ def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> JointActorC
         raise UserError(
             f"algorithm.name: rendering from a checkpoint needs a 'ppo' run, got '{config.algorithm.name}'"
         )
-    state = load_checkpoint(path, option="--checkpoint")
-    if MODEL_KEY not in state:
-        raise UserError(
-            f"--checkpoint: {path} holds no '{MODEL_KEY}' entry; was it written by marlplug train?"
-        )
+    state = load_checkpoint(path, option="--checkpoint", required=(MODEL_KEY,))
     model = algorithm_cls(**config.algorithm.options.model_dump()).build_model(env)
-    try:
-        model.load_state_dict(state[MODEL_KEY])
-    except RuntimeError as exc:
-        first_line = str(exc).splitlines()[1].strip() if "\n" in str(exc) else str(exc)
-        raise UserError(
-            f"--checkpoint: the networks in {path} do not fit this config's env ({first_line})"
-        ) from None
+    check_agents(state, [name for _, name in model.agent_names], path, "--checkpoint")
+    restore_state(lambda: model.load_state_dict(state[MODEL_KEY]), path, "--checkpoint")
     model.eval()
     return model

@@ -45,6 +45,12 @@ class TrainSection(BaseModel):
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
+    max_nonfinite_steps: int | None = Field(
+        10,
+        ge=1,
+        description="Stop when an agent's steps are skipped this many times in a row for a "
+        "non-finite loss or gradient; null: only report.",
+    )
     torch_threads: int | None = Field(
         1,
         ge=1,
@@ -94,6 +100,8 @@ class JointTrainerConfig:
     """Adam learning rate."""
     num_envs: int = 1
     """Parallel env copies."""
+    max_nonfinite_steps: int | None = 10
+    """Stop when an agent's steps are skipped this many times in a row (None: only report)."""
 
     def __post_init__(self) -> None:
         # The seed reaches numpy, gymnasium and VMAS: refuse here what they would refuse mid-run.
@@ -123,4 +131,5 @@ class JointTrainerConfig:
             seed=seed,
             lr=train.lr,
             num_envs=train.num_envs,
+            max_nonfinite_steps=train.max_nonfinite_steps,
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -19,16 +18,22 @@ from marlplug.config import MarlplugConfig, load_config, resolved_dict
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
 from marlplug.train.checkpoint import (
+    AGENTS_KEY,
     CHECKPOINT_NAME,
     MODEL_KEY,
+    check_agents,
     load_checkpoint,
     restore_rng_states,
+    restore_state,
     save_checkpoint,
     write_atomically,
 )
 from marlplug.train.config import JointTrainerConfig
+from marlplug.train.interrupt import TrainingInterrupted, stop_requests
 from marlplug.train.metrics_files import make_logger, restart_rounds_csv
+from marlplug.train.nonfinite import warn_nonfinite
 from marlplug.train.reporting import ProgressBar
+from marlplug.train.run_folder import create_run_dir, hold_run_dir, storage_errors
 from marlplug.train.stats import (
     JointStats,
     ReturnPoint,
@@ -62,6 +67,8 @@ class RunResult(RunTotals):
     total_frames: int = 0
     completed: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Agent steps skipped for non-finite losses in this session, in one line (None: none).
+    nonfinite: str | None = None
 
 
 def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
@@ -163,13 +170,16 @@ def _append_rounds(path: Path, update: int, logs: list[Any]) -> None:
 
 
 def new_run_dir(config: MarlplugConfig) -> Path:
-    """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp)."""
-    name = config.logging.run_name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(config.logging.dir) / name
-    if (run_dir / CHECKPOINT_NAME).exists():
-        raise UserError(f"logging.run_name: {run_dir} already holds a run; use --resume {run_dir}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp), created
+    atomically: runs started at once never share a folder (see :mod:`marlplug.train.run_folder`)."""
+    return create_run_dir(Path(config.logging.dir), config.logging.run_name)
+
+
+def kept_checkpoint(checkpoint: Path) -> str:
+    """What a failed write leaves: the last good checkpoint, if any (for one-line errors)."""
+    if not checkpoint.is_file():
+        return "no checkpoint was written yet"
+    return f"the last good checkpoint is kept: {checkpoint}"
 
 
 def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> MarlplugConfig:
@@ -224,70 +234,130 @@ def _run(
     progress: bool | None,
     updates: int | None,
 ) -> RunResult:
-    history: list[ReturnPoint] = []
-    state: dict[str, Any] | None = None
-    if resume_dir is not None:
-        run_dir = resume_dir
-        state = load_checkpoint(run_dir / CHECKPOINT_NAME)
+    with ExitStack() as stack:
+        history: list[ReturnPoint] = []
+        state: dict[str, Any] | None = None
+        if resume_dir is not None:
+            run_dir = resume_dir
+            stack.enter_context(hold_run_dir(run_dir))
+            if (run_dir / CHECKPOINT_NAME).exists():  # else: killed before its first checkpoint
+                state = _resume(trainer, run_dir / CHECKPOINT_NAME)
+                history = state[HISTORY_KEY]
+            with storage_errors(run_dir, lambda: kept_checkpoint(run_dir / CHECKPOINT_NAME)):
+                save_run_config(run_dir, config)  # keeps this resume's --set overrides
+        else:
+            run_dir = new_run_dir(config)
+            stack.enter_context(hold_run_dir(run_dir))
+            with storage_errors(run_dir, lambda: kept_checkpoint(run_dir / CHECKPOINT_NAME)):
+                save_run_config(run_dir, config)
+        return _loop(config, trainer, coded_step, run_dir, state, history, progress, updates)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _resume(trainer: JointMultiAgentTrainer, path: Path) -> dict[str, Any]:
+    """Load ``path`` into ``trainer`` and the RNGs; a checkpoint that does not fit is one line."""
+    state = load_checkpoint(path, required=("trainer",))
+    check_agents(state, trainer.agent_names, path, "--resume")
+
+    def restore() -> None:
         trainer.load_state_dict(state["trainer"])
-        history = history_from_checkpoint(
+        state[HISTORY_KEY] = history_from_checkpoint(
             state.get(HISTORY_KEY, []),
             num_agents=len(trainer.agent_names),
             legacy_is_team=False,  # joint PPO stored the mean over agents
         )
         restore_rng_states(state["rng"])
-        save_run_config(run_dir, config)
-    else:
-        run_dir = new_run_dir(config)
-        save_run_config(run_dir, config)
-    total_updates = updates or config.train.updates
-    # Update u logs at step u: a run resumed after update K logs from step K + 1 on.
-    logger = make_logger(config.logging.backend, run_dir, keep_before=trainer.update_index + 1)
+
+    restore_state(restore, path, "--resume")
+    return state
+
+
+def _loop(
+    config: MarlplugConfig,
+    trainer: JointMultiAgentTrainer,
+    coded_step: Any,
+    run_dir: Path,
+    state: dict[str, Any] | None,
+    history: list[ReturnPoint],
+    progress: bool | None,
+    updates: int | None,
+) -> RunResult:
     checkpoint = run_dir / CHECKPOINT_NAME
-    result = RunResult(
-        run_dir=run_dir,
-        checkpoint=checkpoint,
-        metrics_dir=run_dir / "metrics",
-        learning_curve=run_dir / "learning_curve.png",
-        rounds_csv=run_dir / ROUNDS_CSV_NAME if coded_step is not None else None,
-        history=history,
-    )
-    if coded_step is not None and result.rounds_csv is not None:
-        _restart_coded_rounds(coded_step, result.rounds_csv, state, trainer.update_index)
-    show = config.logging.progress if progress is None else progress
-    start_frames, start = trainer.frames, time.perf_counter()
-    last = history[-1] if history else None
-    with ProgressBar(show, total_updates, trainer.update_index, latest=last) as advance:
-        while trainer.update_index < total_updates:
-            stats = trainer.train_update()
-            if coded_step is not None and result.rounds_csv is not None:
-                _append_rounds(result.rounds_csv, trainer.update_index, coded_step.round_logs)
-                coded_step.round_logs.clear()
-            for name, value in stats.flat().items():
-                logger.log_scalar(name, value, step=trainer.update_index)
-            if stats.returns is not None:
-                history.append(stats.returns)
-            result.last_stats = stats
-            if (
-                trainer.update_index % config.train.checkpoint_every == 0
-                or trainer.update_index == total_updates
-            ):
-                saved = {
-                    "trainer": trainer.state_dict(),
-                    MODEL_KEY: trainer.model.state_dict(),
-                    HISTORY_KEY: history_for_checkpoint(history),
-                }
-                if coded_step is not None:
-                    saved[CODED_STEP_KEY] = coded_step.state_dict()
-                save_checkpoint(checkpoint, saved)
-            advance(stats.returns)
-    result.seconds = time.perf_counter() - start
-    result.frames = trainer.frames - start_frames
-    result.total_frames, result.completed = trainer.frames, trainer.update_index
-    plot_learning_curve(
-        history,
-        result.learning_curve,
-        title=f"{config.env.name} ({config.env.backend})",
-        num_agents=len(trainer.agent_names),
-    )
+    saved_update = trainer.update_index if state is not None else None
+    with storage_errors(run_dir, lambda: kept_checkpoint(checkpoint)):
+        total_updates = updates or config.train.updates
+        # Update u logs at step u: a run resumed after update K logs from step K + 1 on.
+        logger = make_logger(config.logging.backend, run_dir, keep_before=trainer.update_index + 1)
+        result = RunResult(
+            run_dir=run_dir,
+            checkpoint=checkpoint,
+            metrics_dir=run_dir / "metrics",
+            learning_curve=run_dir / "learning_curve.png",
+            rounds_csv=run_dir / ROUNDS_CSV_NAME if coded_step is not None else None,
+            history=history,
+        )
+        if coded_step is not None and result.rounds_csv is not None:
+            _restart_coded_rounds(coded_step, result.rounds_csv, state, trainer.update_index)
+        show = config.logging.progress if progress is None else progress
+        start_frames, start = trainer.frames, time.perf_counter()
+
+        def save() -> None:
+            nonlocal saved_update
+            saved = {
+                "trainer": trainer.state_dict(),
+                MODEL_KEY: trainer.model.state_dict(),
+                AGENTS_KEY: trainer.agent_names,
+                HISTORY_KEY: history_for_checkpoint(history),
+            }
+            if coded_step is not None:
+                saved[CODED_STEP_KEY] = coded_step.state_dict()
+            save_checkpoint(checkpoint, saved)
+            saved_update = trainer.update_index
+
+        with (
+            stop_requests() as stop,
+            ProgressBar(
+                show, total_updates, trainer.update_index, latest=history[-1] if history else None
+            ) as advance,
+        ):
+            while trainer.update_index < total_updates and not stop.requested:
+                stats = trainer.train_update()
+                if coded_step is not None and result.rounds_csv is not None:
+                    _append_rounds(result.rounds_csv, trainer.update_index, coded_step.round_logs)
+                    coded_step.round_logs.clear()
+                for name, value in stats.flat().items():
+                    logger.log_scalar(name, value, step=trainer.update_index)
+                if stats.returns is not None:
+                    history.append(stats.returns)
+                if stats.nonfinite_agent_steps:
+                    warn_nonfinite(
+                        f"update {trainer.update_index}",
+                        stats.nonfinite_agent_steps,
+                        stats.skipped_nonfinite,
+                        stats.minibatch_steps * len(trainer.agent_names),
+                        stats.nonfinite_terms,
+                    )
+                result.last_stats = stats
+                if (
+                    trainer.update_index % config.train.checkpoint_every == 0
+                    or trainer.update_index == total_updates
+                ):
+                    save()
+                advance(stats.returns)
+            if stop.signal_number is not None:
+                if saved_update != trainer.update_index:
+                    save()
+                raise TrainingInterrupted(
+                    stop.signal_number, trainer.update_index, checkpoint, run_dir
+                )
+        result.seconds = time.perf_counter() - start
+        result.frames = trainer.frames - start_frames
+        result.total_frames, result.completed = trainer.frames, trainer.update_index
+        result.nonfinite = trainer.nonfinite.summary()
+        plot_learning_curve(
+            history,
+            result.learning_curve,
+            title=f"{config.env.name} ({config.env.backend})",
+            num_agents=len(trainer.agent_names),
+        )
     return result

@@ -102,6 +102,8 @@ class JointStats:
         total_loss: mean L_total.
         minibatch_steps: optimization steps taken.
         skipped_nonfinite: agent steps skipped because the gradient norm was not finite.
+        nonfinite_terms: the loss terms that were not finite -> the agents they concern.
+        nonfinite_agent_steps: agent steps with a non-finite loss term or gradient.
         mean_return: return per agent (:class:`ReturnPoint`) of the episodes finished in the
             rollout, averaged over them (None if none finished); logged as ``return_per_agent``
             and, times the number of agents, ``return_team``.
@@ -121,6 +123,8 @@ class JointStats:
     total_loss: float = 0.0
     minibatch_steps: int = 0
     skipped_nonfinite: int = 0
+    nonfinite_terms: dict[str, list[str]] = field(default_factory=dict)
+    nonfinite_agent_steps: int = 0
     mean_return: float | None = None
     frames: int = 0
 

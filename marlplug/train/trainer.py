@@ -20,6 +20,7 @@ from marlplug.algorithms.ppo import PPO, UpdateStepResult
 from marlplug.algorithms.seeding import derive_seed
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.train.config import JointTrainerConfig
+from marlplug.train.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
 from marlplug.train.stats import PER_AGENT_STATS, JointStats
 
 #: One optimization step on a minibatch: ``step(minibatch, seed=..., frozen=...)``; it updates the
@@ -120,6 +121,8 @@ class JointMultiAgentTrainer:
             auto_register_policy_transforms=False,
         )
         self._batches = iter(self.collector)
+        #: Skipped steps (non-finite gradient norms), the losses behind them, and the stop rule.
+        self.nonfinite = NonfiniteMonitor(self.agent_names, self.config.max_nonfinite_steps)
 
     @property
     def agent_names(self) -> list[str]:
@@ -158,17 +161,34 @@ class JointMultiAgentTrainer:
             derive_seed(self.config.seed, self.update_index, 1)
         )
         results: list[UpdateStepResult] = []
+        terms: dict[str, set[str]] = {}
+        affected = 0
         for epoch in range(self.config.n_epochs):
             for step, indices in enumerate(self._minibatch_indices(rows.shape[0], generator)):
-                results.append(
-                    self._step(
-                        rows[indices],
-                        seed=derive_seed(self.config.seed, self.update_index, 2, epoch, step),
-                    )
+                result = self._step(
+                    rows[indices],
+                    seed=derive_seed(self.config.seed, self.update_index, 2, epoch, step),
                 )
+                results.append(result)
+                affected += self._check_finite(result, terms, step=len(results))
         stats = self._stats(results, rollout)
+        stats.nonfinite_terms = {term: sorted(agents) for term, agents in terms.items()}
+        stats.nonfinite_agent_steps = affected
         self.update_index += 1
         return stats
+
+    def _check_finite(
+        self, result: UpdateStepResult, terms: dict[str, set[str]], *, step: int
+    ) -> int:
+        """Find the non-finite terms of a step, count them, and stop the run
+        (:class:`~marlplug.train.nonfinite.NonfiniteLossError`) once an agent no longer learns;
+        returns how many agents the step's non-finite values concern."""
+        found = nonfinite_terms(result.losses, self.loss.groups, self.agent_names, result.nonfinite)
+        for term, agents in found.items():
+            terms.setdefault(term, set()).update(agents)
+        affected = affected_agents(found, self.agent_names)
+        self.nonfinite.record(affected, found, where=f"update {self.update_index + 1}, step {step}")
+        return int(affected.sum())
 
     def _step(self, minibatch: TensorDictBase, *, seed: int) -> UpdateStepResult:
         if self.step_function is not None:
