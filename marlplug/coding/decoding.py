@@ -214,7 +214,9 @@ class Decoder(ABC):
 
     def _not_decodable(self) -> NotDecodableError:
         rows = self.received
-        return NotDecodableError(f"cannot decode from learners {sorted(rows)}: {self.why_not(rows)}")
+        return NotDecodableError(
+            f"cannot decode from learners {sorted(rows)}: {self.why_not(rows)}"
+        )
 
 
 class LeastSquaresDecoder(Decoder):

@@ -1,23 +1,28 @@
-"""Exact coding of float states: learners combine the states' bit patterns, split into 16-bit integer
-lanes, so decoding recovers every agent's state bit for bit rather than to floating-point round-off.
+"""Exact coding of float32 states: learners combine each value's *ordinal* (its position among all
+float32 values, an integer) rather than the value, so decoding gives every agent's state back bit for bit.
 
-Why: a float64 decode of float32 states is exact only where an agent's value is not much smaller than
-the other agents' values at the same position. Adam's second moments span many orders of magnitude
-(and are often exactly 0), so such a decode returned ``v + 1e-20`` instead of ``v`` every round, and
-the differences compounded over a run. Integers below 2**15 times the code's row sums are held exactly
-in float64 and the decode error stays far below 0.5 for any subset the decoder accepts (condition
-number up to 1e6: error about ``1e6 * 2**16 * 1e-16 < 1e-3``), so rounding the decoded lanes to the
-nearest integer gives the exact bits back — zeros, signs, NaNs and infinities included.
+Why: a float decode is exact only where an agent's value is not much smaller than the other agents'
+values at the same position. Adam's second moments span many orders of magnitude (and are often exactly
+0), so a float64 decode returned ``v + 1e-20`` instead of ``v`` every round, and the differences
+compounded over a run. Ordinals are integers below 2**31; float64 holds them and their combinations to
+about ``2**31 * 1e-16 ≈ 2e-7`` per unit of condition number, so rounding the decoded ordinals recovers
+them exactly for any subset with a condition number up to about 1e5 (every built-in code but the
+authors' Vandermonde), and to within a unit or two — one or two float32 ulps, whatever the magnitude —
+up to the decoder's limit of 1e6. The map is monotone, so replicas that disagree by a few ulps (BLAS
+kernels differ per shape on some CPUs) decode to a value between them, never to garbage.
+
+``-0.0`` comes back as ``0.0``; NaNs and infinities come back as themselves. States of other dtypes
+(float64) are combined as they are.
 
 Examples:
     >>> import torch
-    >>> states = torch.tensor([[1e-30, -0.0, 3.5], [2.0e5, 1.0, float("inf")]])
-    >>> lanes = to_lanes(states)
-    >>> lanes.shape, lanes.dtype
-    (torch.Size([2, 6]), torch.float64)
-    >>> combined = lanes[0] * 0.3 + lanes[1] * 1.7                # what a coded learner returns
-    >>> decoded = torch.stack([(combined - lanes[1] * 1.7) / 0.3, lanes[1]])
-    >>> torch.equal(from_lanes(decoded, torch.float32).view(torch.int32), states.view(torch.int32))
+    >>> states = torch.tensor([[1e-30, 0.0, -3.5], [2.0e5, 1.0, float("inf")]])
+    >>> ordinals = to_ordinals(states)
+    >>> ordinals.dtype, ordinals[0, 1].item()
+    (torch.float64, 0.0)
+    >>> combined = ordinals[0] * 0.3 + ordinals[1] * 1.7                # what a coded learner sends
+    >>> decoded = torch.stack([(combined - ordinals[1] * 1.7) / 0.3, ordinals[1]])
+    >>> torch.equal(from_ordinals(decoded, torch.float32), states)
     True
 """
 
@@ -25,60 +30,29 @@ from __future__ import annotations
 
 import torch
 
-#: The integer type whose bit patterns a float state is split into.
-LANE_DTYPE = torch.int16
-
-#: A decoded lane farther than this from an integer means the decode was not exact: replicas of an
-#: agent's update disagreed, an answer was corrupted, or the subset was too ill-conditioned.
-EXACTNESS_TOLERANCE = 0.25
+_SIGN = -(2**31)  # the int32 bit pattern of -0.0
+_LIMIT = 2**31 - 1
 
 
-class InexactDecodeError(RuntimeError):
-    """Decoded lanes are not integers: the learners' answers are not consistent with one state."""
+def to_ordinals(states: torch.Tensor) -> torch.Tensor:
+    """Float32 states -> their ordinals as float64 (other float dtypes: the values as float64).
 
-
-def lanes_per_value(dtype: torch.dtype) -> int:
-    """How many 16-bit lanes one value of ``dtype`` takes (2 for float32, 4 for float64).
-
-    Examples:
-        >>> lanes_per_value(torch.float32), lanes_per_value(torch.float64)
-        (2, 4)
-    """
-    return torch.empty((), dtype=dtype).element_size() // torch.empty((), dtype=LANE_DTYPE).element_size()
-
-
-def to_lanes(states: torch.Tensor) -> torch.Tensor:
-    """``[A, D]`` float states -> ``[A, D * lanes]`` float64 integers (the states' bit patterns).
-
-    Learners combine these linearly (``y_j = Σ_i C[j, i] · lanes_i``) instead of the states themselves.
+    The ordinal of ``x`` is its int32 bit pattern for ``x >= +0`` and minus the pattern of ``-x``
+    below: consecutive float32 values have consecutive ordinals, across zero too.
     """
     if not torch.is_floating_point(states):
-        raise TypeError(f"to_lanes: expected floating-point states, got {states.dtype}")
-    flat = states.detach().contiguous().reshape(states.shape[0], -1)
-    return flat.view(LANE_DTYPE).to(torch.float64)
+        raise TypeError(f"to_ordinals: expected floating-point states, got {states.dtype}")
+    if states.dtype != torch.float32:
+        return states.detach().to(torch.float64)
+    bits = states.detach().contiguous().view(torch.int32).to(torch.int64)
+    # A negative float's pattern is 2**31 + magnitude bits; its ordinal is minus the magnitude bits.
+    return torch.where(bits < 0, _SIGN - bits, bits).to(torch.float64)
 
 
-def lane_error(decoded: torch.Tensor) -> float:
-    """The largest distance of a decoded lane from the nearest integer (0.0 for an exact decode)."""
-    if decoded.numel() == 0:
-        return 0.0
-    return float((decoded - decoded.round()).abs().max())
-
-
-def from_lanes(decoded: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Decoded ``[A, D * lanes]`` float64 lanes -> the exact ``[A, D]`` states of ``dtype``.
-
-    Raises:
-        InexactDecodeError: a lane is not within :data:`EXACTNESS_TOLERANCE` of an integer in range.
-    """
-    error = lane_error(decoded)
-    info = torch.iinfo(LANE_DTYPE)
-    rounded = decoded.round()
-    if not error <= EXACTNESS_TOLERANCE or (
-        rounded.numel() and (rounded.min() < info.min or rounded.max() > info.max)
-    ):
-        raise InexactDecodeError(
-            f"decoded lanes are off by up to {error:.3g} from integers (limit "
-            f"{EXACTNESS_TOLERANCE}): the learners' answers do not agree on one state"
-        )
-    return rounded.to(LANE_DTYPE).contiguous().view(dtype)
+def from_ordinals(decoded: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Decoded float64 ordinals -> the nearest float32 states (other dtypes: a plain cast)."""
+    if dtype != torch.float32:
+        return decoded.to(dtype)
+    ordinals = decoded.nan_to_num(nan=0.0).round().clamp(-_LIMIT, _LIMIT).to(torch.int64)
+    bits = torch.where(ordinals < 0, _SIGN - ordinals, ordinals)
+    return bits.to(torch.int32).view(torch.float32)

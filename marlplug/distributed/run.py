@@ -22,6 +22,7 @@ import yaml
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
+from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog
@@ -117,15 +118,7 @@ def build_controller(config: MarlplugConfig, program: Any) -> CodedController:
     coding = config.coding
     if coding is None:
         raise ConfigError("coding: this run has no coding section")
-    registries = get_plugin_manager().registries
-    scheme_class = registries["code"].get_component(coding.scheme.name, field="coding.scheme.name")
-    scheme = scheme_class(**coding.scheme.options.model_dump())
-    if coding.learners < program.num_agents:
-        raise ConfigError(
-            f"coding.learners: {coding.learners} learners cannot hold {program.num_agents} agents "
-            f"(need N >= M)"
-        )
-    matrix = scheme.assignment_matrix(program.num_agents, coding.learners, config.seed)
+    scheme, matrix = coded_assignment(coding, program.num_agents, config.seed)
     stragglers = StragglerModel.from_config(coding.stragglers, seed=config.seed)
     return CodedController(
         program,
@@ -256,6 +249,8 @@ def run_maddpg(
             raise UserError(
                 f"--resume: {resume_dir / CHECKPOINT_NAME} is not a MADDPG run's checkpoint"
             )
+    if config.coding is not None:  # refuse a code that cannot decode before the run folder exists
+        coded_assignment(config.coding, program.num_agents, config.seed)
     folder = _run_folder(config, run_dir, resume_dir)
     total = iterations if iterations is not None else config.train.updates
     if config.coding is None:
