@@ -39,7 +39,7 @@ def check_code_decodes(
         >>> check_code_decodes("vandermonde", VandermondeCode(), VandermondeCode().assignment_matrix(7, 8, 0))
         Traceback (most recent call last):
         ...
-        marlplug.errors.ConfigError: coding.scheme: 'vandermonde' cannot decode M=7 agents even when all N=8 learners answer (condition number 9.8e+06 > limit 1e+06): every round would time out; `marlplug codes analyze -M 7 -N 8` compares the codes (e.g. mds)
+        marlplug.errors.ConfigError: coding.scheme: 'vandermonde' cannot decode M=7 agents even when all N=8 learners answer (condition number 1.7e+06 > limit 1e+06): every round would time out; `marlplug codes analyze -M 7 -N 8` compares the codes (e.g. mds)
     """
     matrix = np.asarray(assignment_matrix, dtype=np.float64)
     num_learners, num_agents = matrix.shape

@@ -17,14 +17,15 @@ def coded_assignment(coding: CodingSection, num_agents: int, seed: int) -> tuple
     """``(scheme, C)`` for ``coding`` and ``num_agents`` agents, or a one-line :class:`ConfigError`.
 
     Examples:
-        >>> from marlplug.config import CodingSection
-        >>> scheme, matrix = coded_assignment(CodingSection(scheme="mds", learners=5), 3, seed=0)
+        >>> from marlplug import load_config
+        >>> coding = load_config(data={"coding": {"scheme": "mds", "learners": 5}}).coding
+        >>> scheme, matrix = coded_assignment(coding, 3, seed=0)
         >>> matrix.shape
         (5, 3)
-        >>> coded_assignment(CodingSection(scheme="mds", learners=2), 3, seed=0)
+        >>> coded_assignment(coding, 6, seed=0)
         Traceback (most recent call last):
         ...
-        marlplug.errors.ConfigError: coding.learners: 2 learners cannot hold 3 agents (need N >= M)
+        marlplug.errors.ConfigError: coding.learners: 5 learners cannot hold 6 agents (need N >= M)
     """
     registries = get_plugin_manager().registries
     scheme_class = registries["code"].get_component(coding.scheme.name, field="coding.scheme.name")
