@@ -22,7 +22,10 @@ from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import UserError
 from tests.distributed.helpers import centralized, relative_error, small_batch, small_program
 
-M, N = 7, 8  # the authors' Vandermonde at these sizes: every learner's row has rank 7, condition 1.7e6
+M, N = (
+    7,
+    8,
+)  # the authors' Vandermonde at these sizes: every learner's row has rank 7, condition 1.7e6
 
 
 def vandermonde_controller(backend: LocalBackend, timeout_s: float) -> CodedController:
@@ -43,7 +46,7 @@ def in_thread(function: Callable[[], Any], timeout_s: float) -> dict[str, Any]:
     def target() -> None:
         try:
             outcome["result"] = function()
-        except BaseException as error:  # noqa: BLE001 - handed to the test
+        except BaseException as error:
             outcome["error"] = error
 
     thread = threading.Thread(target=target, daemon=True)
@@ -100,7 +103,7 @@ def test_a_round_that_cannot_decode_after_redispatch_names_round_learners_and_re
 
 @pytest.mark.parametrize("timeout_s", [float("inf"), float("nan"), 0.0, -1.0])
 def test_an_unbounded_round_timeout_is_refused(timeout_s: float) -> None:
-    with pytest.raises(UserError, match="coding.round_timeout_s: must be a finite number"):
+    with pytest.raises(UserError, match=r"coding\.round_timeout_s: must be a finite number"):
         CodedController(
             small_program(2),
             VandermondeCode().assignment_matrix(2, 3, 0),
