@@ -111,9 +111,8 @@ class RayBackend:
         ray = self._ray
         self._program = program
         self._seed = seed
-        if not ray.is_initialized():
-            if self.address is not None:
-                check_reachable(self.address)
+        if not ray.is_initialized() and self.address is not None:
+            check_reachable(self.address)
         self._stdout = RayOutputToStderr.install()
         if not ray.is_initialized():
             try:
