@@ -25,9 +25,9 @@ from marlplug.config import CodingSection, MarlplugConfig, resolved_dict
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
-from marlplug.distributed.controller import CodedController, RoundLog
+from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.timeline import plot_timeline
+from marlplug.distributed.timeline import plot_timeline, timeline_of_failed_run
 from marlplug.distributed.training import CentralizedUpdater, IterationLog, MaddpgRunner
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
@@ -306,7 +306,15 @@ def _train(
     ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
         while runner.iterations < total:
-            log = runner.step()
+            try:
+                log = runner.step()
+            except RoundTimeoutError as error:  # one line, and the timeline up to the failed round
+                if config.coding is None or result.timeline is None:
+                    raise
+                learners = config.coding.learners
+                raise timeline_of_failed_run(
+                    error, round_logs, result.timeline, num_learners=learners
+                ) from None
             result.iterations.append(log)
             _log_iteration(logger, log)
             writer.writerow(log.as_row())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from marlplug.distributed.controller import RoundLog
+from marlplug.distributed.controller import RoundLog, RoundTimeoutError
 from marlplug.plotting import saved_figure
 
 
@@ -36,3 +36,15 @@ def plot_timeline(rounds: Sequence[RoundLog], path: str | Path, *, num_learners:
         axes.set_ylabel("learner (-1: re-dispatched task)")
         axes.set_title("coded rounds: answers (filled = used), stragglers (x), decode done (line)")
     return Path(path)
+
+
+def timeline_of_failed_run(
+    error: RoundTimeoutError, rounds: Sequence[RoundLog], path: str | Path, *, num_learners: int
+) -> RoundTimeoutError:
+    """Draw the last rounds up to and including the one that failed, and return ``error`` with the
+    timeline's path added to its one line (what ``marlplug train`` prints when a run stops)."""
+    logs = [*rounds, error.round_log] if error.round_log is not None else list(rounds)
+    if logs:
+        plot_timeline(logs, path, num_learners=num_learners)
+        return RoundTimeoutError(f"{error}; timeline: {path}", error.round_log)
+    return error

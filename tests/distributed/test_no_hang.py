@@ -4,6 +4,7 @@ timeout is refused, and a code that cannot decode is refused before the run star
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -151,3 +152,60 @@ def test_more_stragglers_than_busy_learners_is_refused(
     )
     assert result.exit_code == 2
     assert "coding.stragglers.count: 6 stragglers per round" in result.err
+
+
+def test_a_run_whose_round_fails_stops_with_one_line_and_still_draws_the_timeline(
+    tmp_path: Path,
+) -> None:
+    from marlplug import load_config
+    from marlplug.distributed.run import run_maddpg
+    from tests.distributed.sockets import descendants
+
+    config = load_config(
+        data={},
+        overrides=[
+            "env.agents=3",
+            "algorithm.name=maddpg",
+            "algorithm.minibatch_size=16",
+            "algorithm.learning_starts=16",
+            "algorithm.steps_per_iteration=10",
+            "algorithm.hidden_sizes=[16]",
+            "logging.progress=false",
+            "train.updates=1000",
+            "coding.scheme=mds",
+            "coding.learners=5",
+            "coding.round_timeout_s=2",
+        ],
+    )
+    run_dir = tmp_path / "run"
+    frozen: list[int] = []
+
+    def freeze_learners_after_two_rounds() -> None:
+        rounds = run_dir / "rounds.csv"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if (
+                rounds.exists()
+                and rounds.read_text().count("mds") + rounds.read_text().count("wall") >= 2
+            ):
+                break
+            time.sleep(0.2)
+        for pid in descendants(os.getpid()) - {os.getpid()}:
+            os.kill(pid, signal.SIGSTOP)  # learners (and their fork server) stop answering
+            frozen.append(pid)
+
+    freezer = threading.Thread(target=freeze_learners_after_two_rounds)
+    freezer.start()
+    try:
+        with pytest.raises(RoundTimeoutError) as caught:
+            run_maddpg(config, run_dir=run_dir)
+    finally:
+        freezer.join()
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "not decodable 2 s after re-dispatching agents" in message
+    assert message.endswith(f"timeline: {run_dir / 'timeline.png'}")
+    assert (run_dir / "timeline.png").stat().st_size > 1000
