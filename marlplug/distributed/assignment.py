@@ -1,5 +1,6 @@
 """A coded run's scheme and assignment matrix from its ``coding:`` section, checked before any work:
-N >= M, and a code that decodes when every learner answers (``codes analyze``'s verdict)."""
+N >= M, a code that decodes when every learner answers (``codes analyze``'s verdict), and a finite
+round timeout."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from marlplug.coding.verdict import check_code_decodes
 from marlplug.config import CodingSection
+from marlplug.distributed.wall_round import check_round_timeout
 from marlplug.errors import ConfigError
 from marlplug.plugins import get_plugin_manager
 
@@ -27,6 +29,7 @@ def coded_assignment(coding: CodingSection, num_agents: int, seed: int) -> tuple
         ...
         marlplug.errors.ConfigError: coding.learners: 5 learners cannot hold 6 agents (need N >= M)
     """
+    check_round_timeout(coding.round_timeout_s)
     registries = get_plugin_manager().registries
     scheme_class = registries["code"].get_component(coding.scheme.name, field="coding.scheme.name")
     scheme = scheme_class(**coding.scheme.options.model_dump())

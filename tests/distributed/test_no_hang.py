@@ -206,3 +206,22 @@ def test_a_run_whose_round_fails_stops_with_one_line_and_still_draws_the_timelin
     assert "not decodable 2 s after re-dispatching agents" in message
     assert message.endswith(f"timeline: {run_dir / 'timeline.png'}")
     assert (run_dir / "timeline.png").stat().st_size > 1000
+
+
+def test_train_refuses_an_infinite_round_timeout_before_any_work(
+    run_cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    result = run_cli(
+        "train",
+        str(default_config_path().parent / "coded_maddpg.yaml"),
+        "--set",
+        "coding.round_timeout_s=.inf",
+        "--set",
+        "coding.stragglers.delay_s=.inf",
+        "--set",
+        f"logging.dir={tmp_path}",
+    )
+    assert result.exit_code == 2
+    assert result.err.count("\n") == 1, result.err
+    assert "round_timeout_s" in result.err
+    assert not list(tmp_path.iterdir())
