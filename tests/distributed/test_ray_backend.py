@@ -52,6 +52,13 @@ def test_an_unreachable_cluster_is_a_clear_error() -> None:
         backend.start(small_program(1), seed=0)
 
 
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # exited meanwhile
+        return b""
+
+
 @pytest.mark.slow  # starts a local Ray
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads listening sockets from /proc")
 def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
@@ -70,7 +77,7 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
         theta, _ = controller.update(theta, small_batch(program), 0)
         tree = descendants(os.getpid())
         listening = listening_addresses(tree)
-        actors = [
+        actors = [pid for pid in tree if b"LearnerActor" in command_line(pid)]
             pid for pid in tree if b"LearnerActor" in Path(f"/proc/{pid}/cmdline").read_bytes()
         ]
         os.kill(actors[0], signal.SIGKILL)  # Ray then reports "A worker died or was killed ..."
