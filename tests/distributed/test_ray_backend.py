@@ -78,8 +78,6 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
         tree = descendants(os.getpid())
         listening = listening_addresses(tree)
         actors = [pid for pid in tree if b"LearnerActor" in command_line(pid)]
-            pid for pid in tree if b"LearnerActor" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        ]
         os.kill(actors[0], signal.SIGKILL)  # Ray then reports "A worker died or was killed ..."
         for round_index in (1, 2):
             theta, _ = controller.update(theta, small_batch(program, seed=round_index), round_index)
