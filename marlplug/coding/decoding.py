@@ -42,6 +42,24 @@ def least_squares_weights(matrix: np.ndarray, rows: list[int]) -> tuple[np.ndarr
     return weights, float(singular_values[0] / singular_values[-1])
 
 
+def undecodable_reason(matrix: np.ndarray, rows: list[int], max_condition: float) -> str:
+    """``"rank r < M agents"`` or ``"condition number c > limit l"`` for ``matrix[rows]``
+    (``""`` when those rows decode by least squares).
+
+    Examples:
+        >>> undecodable_reason(np.eye(3, 2), [0, 2], 1e6)
+        'rank 1 < 2 agents'
+    """
+    num_agents = matrix.shape[1]
+    rank = int(np.linalg.matrix_rank(matrix[rows])) if rows else 0
+    if rank < num_agents:
+        return f"rank {rank} < {num_agents} agents"
+    _, condition = least_squares_weights(matrix, rows)
+    if condition > max_condition:
+        return f"condition number {condition:.2g} > limit {max_condition:.2g}"
+    return ""
+
+
 def combine_rows(weights: np.ndarray, results: list[torch.Tensor]) -> torch.Tensor:
     """``weights @ stack(results)`` accumulated in float64, returned in the results' dtype.
 
@@ -183,14 +201,21 @@ class Decoder(ABC):
     def decode(self) -> torch.Tensor:
         """θ as an ``[M, D]`` tensor in the results' dtype; raises :class:`NotDecodableError`."""
 
+    def why_not(self, rows: list[int] | None = None) -> str:
+        """Why results from ``rows`` (default: those received) do not decode, in a few words.
+
+        Examples:
+            >>> decoder = LeastSquaresDecoder(np.array([[1.0, 0.0], [1.0, 1e-9], [0.0, 0.0]]))
+            >>> decoder.why_not([0]), decoder.why_not([0, 1])
+            ('rank 1 < 2 agents', 'condition number 2e+09 > limit 1e+06')
+        """
+        rows = self.received if rows is None else rows
+        return undecodable_reason(self.assignment_matrix, rows, self.max_condition)
+
     def _not_decodable(self) -> NotDecodableError:
         rows = self.received
-        _, condition = (
-            least_squares_weights(self.assignment_matrix, rows) if rows else (None, np.inf)
-        )
         return NotDecodableError(
-            f"cannot decode from learners {sorted(rows)}: condition number {condition:.3g} "
-            f"(rank < M={self.num_agents} if inf; limit {self.max_condition:.3g})"
+            f"cannot decode from learners {sorted(rows)}: {self.why_not(rows)}"
         )
 
 

@@ -29,6 +29,7 @@ from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.seeding import agent_seed
 from marlplug.coding import make_decoder
+from marlplug.coding.exact import from_ordinals
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.learner import learner_compute
@@ -137,7 +138,7 @@ def measure_setting(
                     else:
                         raise UserError(f"{name}: {k} stragglers of {learners} cannot be decoded")
                     decode_start = time.perf_counter()
-                    decoder.decode()
+                    from_ordinals(decoder.decode(), theta.dtype)  # as the controller decodes
                     decode_s = time.perf_counter() - decode_start
                     samples.setdefault((name, k), []).append(
                         {

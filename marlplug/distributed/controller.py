@@ -10,8 +10,6 @@ decodable set has completed on that clock — N parallel machines reproduced fai
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,66 +17,28 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.coding import make_decoder
-from marlplug.distributed.backends.base import Backend, LearnerFailure, Task
+from marlplug.coding.exact import from_ordinals
+from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.learner import UpdateProgram, learner_compute
+from marlplug.distributed.rounds import ROUND_ROW_COLUMNS, RoundLog
 from marlplug.distributed.stragglers import StragglerModel
+from marlplug.distributed.wall_round import (
+    LearnerError,
+    RoundTimeoutError,
+    WallRound,
+    check_round_timeout,
+)
 from marlplug.errors import UserError
 
-
-class RoundTimeoutError(UserError):
-    """A round could not be decoded, even after re-dispatching its missing agents."""
-
-
-class LearnerError(RuntimeError):
-    """A learner's update raised; the message carries the learner's traceback."""
-
-
-#: The keys of :meth:`RoundLog.as_row`, in order: the header of a rounds log.
-ROUND_ROW_COLUMNS = (
-    "round",
-    "clock",
-    "round_s",
-    "wait_s",
-    "decode_s",
-    "compute_s_max",
-    "learners_used",
-    "stragglers",
-    "failures",
-    "redispatched_agents",
-)
-
-
-@dataclass
-class RoundLog:
-    """What happened in one coded round (all times in seconds; virtual ones in simulated mode)."""
-
-    round_index: int
-    clock: str
-    stragglers: list[int]
-    learners_used: list[int]
-    arrivals: dict[int, float]
-    compute_s: dict[int, float]
-    wait_s: float
-    decode_s: float
-    round_s: float
-    failures: list[str] = field(default_factory=list)
-    redispatched_agents: list[int] = field(default_factory=list)
-    restarted: list[int] = field(default_factory=list)
-
-    def as_row(self) -> dict[str, Any]:
-        """A flat record for CSV/JSON logs, keyed by :data:`ROUND_ROW_COLUMNS`."""
-        return {
-            "round": self.round_index,
-            "clock": self.clock,
-            "round_s": self.round_s,
-            "wait_s": self.wait_s,
-            "decode_s": self.decode_s,
-            "compute_s_max": max(self.compute_s.values(), default=0.0),
-            "learners_used": " ".join(map(str, self.learners_used)),
-            "stragglers": " ".join(map(str, self.stragglers)),
-            "failures": len(self.failures),
-            "redispatched_agents": " ".join(map(str, self.redispatched_agents)),
-        }
+__all__ = [
+    "ROUND_ROW_COLUMNS",
+    "CodedController",
+    "LearnerError",
+    "RoundLog",
+    "RoundTimeoutError",
+    "make_round_decoder",
+    "virtual_round",
+]
 
 
 def make_round_decoder(matrix: np.ndarray, scheme: Any | None) -> Any:
@@ -108,7 +68,8 @@ class CodedController:
         scheme: the coding scheme (for its decoder); ``None`` uses :func:`marlplug.coding.make_decoder`.
         stragglers: the straggler model (default: none).
         clock: ``"wall"`` or ``"simulated"``.
-        round_timeout_s: wait this long for a decodable set before re-dispatching missing agents.
+        round_timeout_s: wait this long for a decodable set before re-dispatching missing agents,
+            and as long again before the round fails (finite: no wait is unbounded).
         seed: the base of every agent's per-round seed.
 
     Examples:
@@ -161,7 +122,7 @@ class CodedController:
         self.scheme = scheme
         self.stragglers = stragglers or StragglerModel()
         self.clock = clock
-        self.round_timeout_s = round_timeout_s
+        self.round_timeout_s = check_round_timeout(round_timeout_s)
         self.seed = seed
         self.active_learners = [j for j in range(self.num_learners) if matrix[j].any()]
         if backend is not None:
@@ -197,10 +158,13 @@ class CodedController:
             return self._simulated_round(theta_all, batch, round_index, delays)
         return self._wall_round(theta_all, batch, round_index, delays)
 
-    def _decode(self, decoder: Any, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
+    def _decode(self, decoder: Any, theta_all: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Every agent's state from the decoder (exact ordinals, :mod:`marlplug.coding.exact`), and
+        the seconds it took."""
         start = time.perf_counter()
-        decoded = decoder.decode()
-        return torch.as_tensor(decoded).to(dtype), time.perf_counter() - start
+        decoded = decoder.decode()[: self.num_agents]
+        theta_new = from_ordinals(decoded, theta_all.dtype).reshape(theta_all.shape)
+        return theta_new, time.perf_counter() - start
 
     def _compute(
         self, learner: int, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
@@ -253,8 +217,11 @@ class CodedController:
             finish_s, lambda j: decoder.add(j, coded[j]), lambda: decoder.decodable
         )
         if not decoder.decodable:
-            raise RoundTimeoutError(f"round {round_index}: the assignment matrix cannot be decoded")
-        theta_new, decode_s = self._decode(decoder, theta_all.dtype)
+            raise RoundTimeoutError(
+                f"round {round_index}: every learner answered and the answers do not decode: "
+                f"{decoder.why_not()}"
+            )
+        theta_new, decode_s = self._decode(decoder, theta_all)
         log = RoundLog(
             round_index=round_index,
             clock="simulated",
@@ -278,108 +245,17 @@ class CodedController:
         backend = self.backend
         assert backend is not None
         backend.prepare(theta_all, batch)
-        start = time.perf_counter()
-        backend.broadcast(round_index, theta_all, batch)
-        for learner in self.active_learners:
-            backend.submit(
-                Task(learner, round_index, learner, self.matrix[learner], delays[learner])
-            )
-        decoder = make_round_decoder(self.matrix, self.scheme)
-        received: dict[int, torch.Tensor] = {}
-        arrivals: dict[int, float] = {}
-        compute_s: dict[int, float] = {}
-        failures: list[str] = []
-        restarted: list[int] = []
-        redispatched: list[int] = []
-        answered: set[int] = set()
-        deadline = time.monotonic() + self.round_timeout_s
-        while not decoder.decodable:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if redispatched:
-                    raise RoundTimeoutError(
-                        f"round {round_index}: not decodable {self.round_timeout_s:g} s after "
-                        f"re-dispatching agents {redispatched}; answered: {sorted(answered)}"
-                    )
-                decoder, redispatched = self._redispatch(round_index, received, answered, restarted)
-                deadline = time.monotonic() + self.round_timeout_s
-                continue
-            for event in backend.poll(min(remaining, 0.5)):
-                if isinstance(event, LearnerFailure):
-                    last_line = event.message.strip().splitlines()[-1]
-                    if not event.died:
-                        # An exception in the update is a bug, not a straggler: every replica would
-                        # raise it again, so stop now with the learner's own message.
-                        raise LearnerError(
-                            f"round {round_index}: learner {event.learner} failed: {last_line}\n"
-                            f"{event.message.strip()}"
-                        )
-                    failures.append(f"learner {event.learner}: {last_line}")
-                    backend.restart(event.learner)
-                    restarted.append(event.learner)
-                    if event.learner not in answered and event.learner in self.active_learners:
-                        row = self.matrix[event.learner]
-                        backend.submit(Task(event.learner, round_index, event.learner, row))
-                    continue
-                if event.round_index != round_index or event.task_id in received:
-                    continue  # a late answer of an earlier round, or a duplicate
-                received[event.task_id] = event.coded
-                answered.add(event.learner)
-                arrivals[event.task_id] = time.perf_counter() - start
-                compute_s[event.task_id] = event.compute_s
-                decoder.add(event.task_id, event.coded)
-        wait_s = time.perf_counter() - start
-        theta_new, decode_s = self._decode(decoder, theta_all.dtype)
-        log = RoundLog(
-            round_index=round_index,
-            clock="wall",
-            stragglers=sorted(j for j, d in delays.items() if d > 0),
-            learners_used=sorted(received),
-            arrivals=arrivals,
-            compute_s=compute_s,
-            wait_s=wait_s,
-            decode_s=decode_s,
-            round_s=time.perf_counter() - start,
-            failures=failures,
-            redispatched_agents=redispatched,
-            restarted=restarted,
+        wall_round = WallRound(
+            backend,
+            self.matrix,
+            self.scheme,
+            round_index,
+            self.round_timeout_s,
+            self.active_learners,
+            delays,
         )
-        return theta_new, log
-
-    def _redispatch(
-        self,
-        round_index: int,
-        received: dict[int, torch.Tensor],
-        answered: set[int],
-        restarted: Sequence[int],
-    ) -> tuple[Any, list[int]]:
-        """Send every agent the received rows do not determine to a live learner, one agent per task.
-
-        Returns a decoder over the augmented matrix ``[C; I_M]`` (task ``N + i`` computes agent ``i``
-        alone) that already holds the received rows, and the re-dispatched agents.
-        """
-        backend = self.backend
-        assert backend is not None
-        augmented = np.vstack([self.matrix, np.eye(self.num_agents)])
-        decoder = make_round_decoder(augmented, None)
-        for task_id, coded in received.items():
-            decoder.add(task_id, coded)
-        rows = self.matrix[sorted(received)] if received else np.zeros((0, self.num_agents))
-        rank = np.linalg.matrix_rank(rows) if len(rows) else 0
-        missing = [
-            i
-            for i in range(self.num_agents)
-            if np.linalg.matrix_rank(np.vstack([rows, np.eye(self.num_agents)[i]])) > rank
-        ]
-        alive = getattr(backend, "alive", None)
-        candidates = [j for j in range(self.num_learners) if alive is None or alive(j)]
-        preferred = [j for j in candidates if j in answered] + [
-            j for j in candidates if j not in answered
-        ]
-        if not preferred:
-            preferred = list(restarted) or list(range(self.num_learners))
-        for position, agent in enumerate(missing):
-            learner = preferred[position % len(preferred)]
-            task_id = self.num_learners + agent
-            backend.submit(Task(learner, round_index, task_id, augmented[task_id]))
-        return decoder, missing
+        backend.broadcast(round_index, theta_all, batch)
+        decoder = wall_round.run()
+        wait_s = time.perf_counter() - wall_round.start
+        theta_new, decode_s = self._decode(decoder, theta_all)
+        return theta_new, wall_round.log(decode_s, wait_s=wait_s)

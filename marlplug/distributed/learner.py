@@ -1,8 +1,9 @@
 """What one learner computes in a round: ``y_j = Σ_i C[j, i] · U_i(θ, batch, seed(round, i))``.
 
 The same function runs in a local worker process, in a Ray actor and in the simulated clock, so every
-backend returns the same bits. ``y_j`` is float64: the controller decodes in float64 and rounds back to
-float32, which recovers the float32 states exactly whenever the code is well conditioned.
+backend returns the same bits. ``y_j`` combines the states' float32 ordinals (:mod:`marlplug.coding.exact`)
+in float64: the controller decodes them and rounds to the nearest integers, which gives every agent's
+state back bit for bit (for any well-conditioned set of rows), whatever the values' magnitudes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.seeding import agent_seed
+from marlplug.coding.exact import to_ordinals
 
 
 class UpdateProgram(Protocol):
@@ -56,7 +58,8 @@ def learner_compute(
     round_index: int,
     seed: int,
 ) -> tuple[torch.Tensor, float]:
-    """``(y_j, seconds)``: the coded combination of the updates of every agent with ``row[i] != 0``.
+    """``(y_j, seconds)``: the coded combination of the updates of every agent with ``row[i] != 0``,
+    as float64 ordinals (:func:`marlplug.coding.exact.to_ordinals`; decode with ``from_ordinals``).
 
     All of the learner's agents are updated in one vectorized call; agent ``i`` uses the seed for
     ``(seed, round_index, i)`` so every learner holding agent ``i`` computes the same ``θ'_i``.
@@ -66,5 +69,5 @@ def learner_compute(
     seeds = [agent_seed(seed, round_index, i) for i in agents]
     updated = program.update(theta_all, agents, batch, seeds)
     weights = torch.as_tensor(row[agents], dtype=torch.float64)
-    coded = weights @ updated.to(torch.float64)
+    coded = weights @ to_ordinals(updated)
     return coded, time.perf_counter() - start

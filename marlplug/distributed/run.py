@@ -22,9 +22,10 @@ import torch
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.config import CodingSection, MarlplugConfig
+from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
-from marlplug.distributed.controller import CodedController, RoundLog
+from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
 from marlplug.distributed.iteration_report import (
     iteration_returns,
     iteration_row,
@@ -33,7 +34,7 @@ from marlplug.distributed.iteration_report import (
     rounds_columns,
 )
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.timeline import plot_timeline
+from marlplug.distributed.timeline import plot_timeline, timeline_of_failed_run
 from marlplug.distributed.training import CentralizedUpdater, IterationLog, MaddpgRunner
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
@@ -125,15 +126,7 @@ def build_controller(config: MarlplugConfig, program: Any) -> CodedController:
     coding = config.coding
     if coding is None:
         raise ConfigError("coding: this run has no coding section")
-    registries = get_plugin_manager().registries
-    scheme_class = registries["code"].get_component(coding.scheme.name, field="coding.scheme.name")
-    scheme = scheme_class(**coding.scheme.options.model_dump())
-    if coding.learners < program.num_agents:
-        raise ConfigError(
-            f"coding.learners: {coding.learners} learners cannot hold {program.num_agents} agents "
-            f"(need N >= M)"
-        )
-    matrix = scheme.assignment_matrix(program.num_agents, coding.learners, config.seed)
+    scheme, matrix = coded_assignment(coding, program.num_agents, config.seed)
     stragglers = StragglerModel.from_config(coding.stragglers, seed=config.seed)
     return CodedController(
         program,
@@ -227,6 +220,8 @@ def run_maddpg(
         **config.env.options.model_dump(),
     )
     program = algorithm.bind(MultiAgentEnvAdapter(env).agents)
+    if config.coding is not None:  # refuse a code that cannot decode before the run folder exists
+        coded_assignment(config.coding, program.num_agents, config.seed)
     total = iterations if iterations is not None else config.train.updates
     with ExitStack() as stack:
         state: dict[str, Any] | None = None
@@ -352,7 +347,15 @@ def _iterate(
     ):
         writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
         while runner.iterations < total and not stop.requested:
-            log = runner.step()
+            try:
+                log = runner.step()
+            except RoundTimeoutError as error:  # one line, and the timeline up to the failed round
+                if config.coding is None or result.timeline is None:
+                    raise
+                learners = config.coding.learners
+                raise timeline_of_failed_run(
+                    error, round_logs, result.timeline, num_learners=learners
+                ) from None
             # theta holds every agent's state: a NaN there is never learned away.
             check_finite_states(runner.theta, agent_names, where=f"iteration {log.iteration + 1}")
             result.iterations.append(log)

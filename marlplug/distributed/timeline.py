@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from marlplug.distributed.controller import RoundLog
+from marlplug.distributed.controller import RoundLog, RoundTimeoutError
 from marlplug.plotting import saved_figure
 
 #: The row of answers to re-dispatched tasks (a task id beyond the learners).
@@ -78,3 +78,15 @@ def draw_timeline(axes: Any, rounds: Sequence[RoundLog], *, num_learners: int) -
     ]
     # Beside the plot: it covers no answer, whatever the number of learners.
     axes.legend(handles=legend, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+
+
+def timeline_of_failed_run(
+    error: RoundTimeoutError, rounds: Sequence[RoundLog], path: str | Path, *, num_learners: int
+) -> RoundTimeoutError:
+    """Draw the last rounds up to and including the one that failed, and return ``error`` with the
+    timeline's path added to its one line (what ``marlplug train`` prints when a run stops)."""
+    logs = [*rounds, error.round_log] if error.round_log is not None else list(rounds)
+    if logs:
+        plot_timeline(logs, path, num_learners=num_learners)
+        return RoundTimeoutError(f"{error}; timeline: {path}", error.round_log)
+    return error

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
+
 import pytest
 
 from marlplug.coding import MDSCode
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.stragglers import StragglerModel
 from tests.distributed.helpers import centralized, relative_error, small_batch, small_program
+from tests.distributed.sockets import descendants, is_loopback, listening_addresses
 
 ray = pytest.importorskip("ray")
 
@@ -44,3 +50,45 @@ def test_an_unreachable_cluster_is_a_clear_error() -> None:
     backend = RayBackend(1, address="ray://127.0.0.1:1")
     with pytest.raises(RayUnavailableError, match="ray_address"):
         backend.start(small_program(1), seed=0)
+
+
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # exited meanwhile
+        return b""
+
+
+@pytest.mark.slow  # starts a local Ray
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads listening sockets from /proc")
+def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from marlplug.distributed.backends.ray import RayBackend
+
+    program = small_program(2)
+    scheme = MDSCode()
+    backend = RayBackend(3, num_cpus=2)
+    theta = program.init_state(0)
+    out, err = "", ""
+    with CodedController(
+        program, scheme.assignment_matrix(2, 3, 0), backend, scheme=scheme, round_timeout_s=60
+    ) as controller:
+        theta, _ = controller.update(theta, small_batch(program), 0)
+        tree = descendants(os.getpid())
+        listening = listening_addresses(tree)
+        actors = [pid for pid in tree if b"LearnerActor" in command_line(pid)]
+        os.kill(actors[0], signal.SIGKILL)  # Ray then reports "A worker died or was killed ..."
+        for round_index in (1, 2):
+            theta, _ = controller.update(theta, small_batch(program, seed=round_index), round_index)
+        deadline = time.monotonic() + 60
+        while "died" not in err and time.monotonic() < deadline:
+            time.sleep(0.5)
+            captured = capsys.readouterr()
+            out, err = out + captured.out, err + captured.err
+    captured = capsys.readouterr()
+    out, err = out + captured.out, err + captured.err
+    assert listening, "found no listening socket of Ray's processes"
+    assert all(is_loopback(address) for address, _ in listening), listening
+    assert "died" in err  # Ray's message came, on stderr ...
+    assert "died" not in out and "raylet" not in out  # ... and not on stdout

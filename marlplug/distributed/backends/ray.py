@@ -3,15 +3,23 @@
 θ and the minibatch go into the object store once per round (``ray.put``); tasks reference them, and
 the controller collects answers with ``ray.wait``. Learner actors are async, so a straggler's injected
 delay is an ``asyncio.sleep`` that ``ray.cancel`` ends when its answer is no longer needed.
+
+A local Ray that marlplug starts listens on loopback only (GCS, raylet, workers, the driver), and
+Ray's own messages (a worker that died, its logs) go to stderr, never into a run's summary on stdout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import socket
+import sys
+import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 import torch
 from tensordict import TensorDictBase
@@ -97,21 +105,32 @@ class RayBackend:
         self._program: UpdateProgram | None = None
         self._seed = 0
         self._closed = False
+        self._stdout: RayOutputToStderr | None = None
 
     def start(self, program: UpdateProgram, *, seed: int) -> None:
         ray = self._ray
         self._program = program
         self._seed = seed
+        if not ray.is_initialized() and self.address is not None:
+            check_reachable(self.address)
+        self._stdout = RayOutputToStderr.install()
         if not ray.is_initialized():
-            if self.address is not None:
-                check_reachable(self.address)
             try:
                 if self.address is None:
-                    ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+                    with loopback_only():
+                        ray.init(
+                            num_cpus=self.num_cpus,
+                            include_dashboard=False,
+                            log_to_driver=False,
+                            logging_level=logging.WARNING,
+                        )
                     self._started_ray = True
                 else:
-                    ray.init(address=self.address, log_to_driver=False)
+                    ray.init(
+                        address=self.address, log_to_driver=False, logging_level=logging.WARNING
+                    )
             except (ConnectionError, RuntimeError, ValueError) as exc:
+                self.close()
                 where = self.address or "a local Ray"
                 raise RayUnavailableError(
                     f"coding.ray_address: cannot start or reach Ray at '{where}': {exc}".splitlines()[
@@ -222,6 +241,9 @@ class RayBackend:
         self._pending.clear()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
+        if self._stdout is not None:
+            self._stdout.uninstall()
+            self._stdout = None
 
     def __enter__(self) -> RayBackend:
         return self
@@ -248,3 +270,70 @@ def check_reachable(address: str, *, timeout_s: float = 5.0) -> None:
             f"coding.ray_address: cannot reach the Ray cluster at '{address}' ({exc.strerror or exc}); "
             "check the address, or leave ray_address unset to start a local Ray"
         ) from None
+
+
+#: Ray reads this when it is imported: off, a node it starts advertises (and so listens on) 127.0.0.1.
+_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Within the block, a Ray started by ``ray.init()`` binds every server to 127.0.0.1.
+
+    Ray 2.x listens on all interfaces unless its node address is loopback, and it turns an explicit
+    ``127.0.0.1`` into the host's address; its single-machine mode keeps loopback. That mode is read
+    from the environment when Ray is imported (and by the processes it starts), and from
+    ``ray._private.ray_constants`` at ``ray.init`` time, so both are set for the block. The test
+    suite checks the sockets the processes really open.
+    """
+    import ray._private.ray_constants as ray_constants
+
+    previous_env = os.environ.get(_CLUSTER_SWITCH)
+    previous = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[_CLUSTER_SWITCH] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if previous_env is None:
+            os.environ.pop(_CLUSTER_SWITCH, None)
+        else:
+            os.environ[_CLUSTER_SWITCH] = previous_env
+        if previous is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = previous
+
+
+class RayOutputToStderr:
+    """A ``sys.stdout`` stand-in that sends what Ray's driver threads print to stderr.
+
+    Ray prints cluster messages (e.g. "A worker died or was killed while executing a task") from its
+    background threads (named ``ray_...``) to ``sys.stdout``; a run's summary is on stdout, so those
+    lines are moved to stderr. Everything else passes through unchanged.
+    """
+
+    def __init__(self, stdout: TextIO) -> None:
+        self._stdout = stdout
+
+    @classmethod
+    def install(cls) -> RayOutputToStderr:
+        """Put a router in front of the current ``sys.stdout``."""
+        router = cls(sys.stdout)
+        sys.stdout = router
+        return router
+
+    def uninstall(self) -> None:
+        """Give ``sys.stdout`` back (unless someone replaced it since)."""
+        if sys.stdout is self:
+            sys.stdout = self._stdout
+
+    def _target(self) -> TextIO:
+        return sys.stderr if threading.current_thread().name.startswith("ray_") else self._stdout
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stdout, name)
