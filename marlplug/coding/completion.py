@@ -26,8 +26,10 @@ def completing_agents(
 
     First every agent the received rows do not determine (each raises the rank), then, greedily,
     the agent whose unit row lowers the condition number most, until the stacked rows are well
-    conditioned. Adding every agent always suffices: ``[C_rows; I]`` has every singular value at
-    least 1, so its condition number is at most ``sqrt(||C_rows||² + 1)``.
+    conditioned. Adding every agent bounds the condition number: ``[C_rows; I]`` has every singular
+    value at least 1, so its condition number is at most ``sqrt(||C_rows||² + 1)`` — within the limit
+    for codes with entries of order one (every built-in code); a code with huge entries may still
+    exceed it, and the round then fails with its one-line reason.
 
     Args:
         assignment_matrix: ``C``, ``(N, M)``.
