@@ -17,6 +17,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from marlplug.config import CodingSection, LoggingSection, MarlplugConfig, StragglerSection
+from marlplug.errors import PluginError
 from marlplug.plugins import KIND_HOOKS, PluginManager
 from marlplug.train.config import TrainSection
 
@@ -126,9 +127,14 @@ def render_reference(manager: PluginManager, *, distributions: set[str] | None =
             entry = registry.entry(name)
             if distributions is not None and entry.distribution not in distributions:
                 continue
-            options = getattr(entry.obj, "Options", None)
-            summary = (entry.obj.__doc__ or "").strip().splitlines()
             out += ["", f"### `{name}`", ""]
+            try:  # a lazily registered component is imported here and may fail alone
+                component = entry.obj
+            except PluginError as exc:
+                out += [f"Failed to load: {exc}"]
+                continue
+            options = getattr(component, "Options", None)
+            summary = (component.__doc__ or "").strip().splitlines()
             if summary:
                 out += [summary[0], ""]
             if entry.distribution != BUILTIN_DISTRIBUTION:

@@ -164,11 +164,11 @@ def analyze(
     names = (
         [n.strip() for n in code_names.split(",") if n.strip()] if code_names else list(registry)
     )
-    classes = {name: registry.get_component(name, field="--codes") for name in names}
     reports: list[CodeReport] = []
     skipped: dict[str, str] = {}
-    for name, scheme_class in classes.items():
-        try:
+    for name in names:
+        try:  # a lazily registered code is imported and checked here: it may fail alone
+            scheme_class = registry.get_component(name, field="--codes")
             reports.append(_analyze(name, scheme_class, registry.entry(name), settings))
         except UserError as exc:
             if explicit:

@@ -94,3 +94,28 @@ def test_builtin_references_match_their_names(manager: PluginManager) -> None:
                 assert component.__name__ == class_names[name]
             checked += 1
     assert checked == 6 + 4 + 2 + 2
+
+
+class NotAClassCode:
+    @marlplug.hookimpl
+    def marlplug_codes(self) -> Mapping[str, Any]:
+        return {"sqrt_code": "math:sqrt"}
+
+
+def test_a_reference_to_a_non_class_is_checked_on_first_use_and_fails_alone() -> None:
+    from click.testing import CliRunner
+
+    from marlplug.cli.main import cli
+    from marlplug.config_reference import render_reference
+    from marlplug.testing import register_plugin
+
+    with register_plugin(NotAClassCode(), name="not-a-class") as manager:
+        with pytest.raises(PluginError, match=r"sqrt_code.*not a class.*not-a-class"):
+            manager.registry("code")["sqrt_code"]
+        # Every other code is still analyzed; the broken one is listed as skipped.
+        result = CliRunner().invoke(
+            cli, ["codes", "analyze", "-M", "2", "-N", "3", "--rounds", "5"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "skipped sqrt_code" in result.output and "mds" in result.output
+        assert "Failed to load" in render_reference(manager)
