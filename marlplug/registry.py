@@ -57,7 +57,9 @@ class Component:
         module_name, _, attribute = self.provided.partition(":")
         try:
             component = getattr(importlib.import_module(module_name), attribute)
-        except Exception as exc:  # report which plugin broke, not a bare ImportError
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a plugin must not end every command
             raise PluginError(
                 f"{self.kind} '{self.name}' {where} failed to load '{self.provided}': "
                 f"{type(exc).__name__}: {exc}"

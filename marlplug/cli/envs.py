@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from marlplug.envs.factory import available_envs, get_scenario
+from marlplug.errors import PluginError
 
 
 def _parameters(name: str, backend: str) -> list[dict[str, Any]]:
@@ -30,7 +31,11 @@ def envs_report() -> list[dict[str, Any]]:
     report = []
     for backend, scenarios in available_envs().items():
         for name in scenarios:
-            scenario = get_scenario(name, backend=backend)
+            try:  # a lazily registered env is imported here and may fail alone
+                scenario = get_scenario(name, backend=backend)
+            except PluginError as exc:
+                click.echo(f"warning: skipped {backend}/{name}: {exc}", err=True)
+                continue
             report.append(
                 {
                     "name": name,

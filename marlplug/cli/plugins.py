@@ -52,7 +52,7 @@ def plugins(as_json: bool, check: bool) -> None:
     """List installed plugins: status, distribution, version, hooks, components, problems."""
     # A fresh, non-strict manager: this command reports every plugin, then applies strict mode.
     manager = PluginManager.from_entry_points(strict=False)
-    if check:
+    if check or env_flag(STRICT_ENV_VAR):  # strict: a broken lazy component is a problem too
         manager.import_components()
     report = manager.report()
     if as_json:

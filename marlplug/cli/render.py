@@ -17,6 +17,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marlplug.config import MarlplugConfig, apply_override, read_config_file, validate_options
 from marlplug.envs import make_env, rollout_frames
 from marlplug.envs.render import Policy
+from marlplug.errors import UserError
 
 
 @click.command()
@@ -41,7 +42,13 @@ from marlplug.envs.render import Policy
     metavar="KEY=VALUE",
     help="Override a config value, e.g. --set env.agents=8 (repeatable).",
 )
-@click.option("--fps", default=10, show_default=True, help="Frames per second of the GIF.")
+@click.option(
+    "--fps",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Frames per second of the GIF.",
+)
 @click.option(
     "--sample",
     is_flag=True,
@@ -85,6 +92,9 @@ def render(
         policy = act
 
     frames = rollout_frames(env, policy=policy)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
+    except OSError as exc:
+        raise UserError(f"--out: cannot write {out} ({exc.strerror or exc})") from None
     click.echo(f"wrote {out} ({len(frames)} frames, {actions})")

@@ -275,9 +275,8 @@ def _train(
             restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
 
         restore_state(restore, checkpoint, "--resume")
-        with storage_errors(folder, lambda: kept_checkpoint(checkpoint)):
-            save_run_config(folder, config)  # keeps this resume's --set overrides
     with storage_errors(folder, lambda: kept_checkpoint(checkpoint)):
+        save_run_config(folder, config)  # keeps a resume's --set overrides, checkpoint or not
         return _iterate(config, runner, folder, total, history, round_logs, progress, state)
     raise AssertionError("unreachable")  # pragma: no cover
 

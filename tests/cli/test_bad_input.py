@@ -256,6 +256,7 @@ def test_unknown_file_format(run_cli: Callable[..., object], tmp_path: Path) -> 
         (["bench", "train", "--trials", "0"], "Invalid value for '--trials'"),
         (["bench", "decode", "--repeats", "0"], "Invalid value for '--repeats'"),
         (["bench", "coding", "--rounds", "0"], "Invalid value for '--rounds'"),
+        (["render", "--fps", "0", "x.yaml"], "Invalid value for '--fps'"),
     ],
 )
 def test_bad_command_line(run_cli: Callable[..., object], args: list[str], expected: str) -> None:

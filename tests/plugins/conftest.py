@@ -10,7 +10,7 @@ import pytest
 from tests.plugins.installed import FIXTURES, pip_install
 
 # Packages that break on import on purpose (one calls sys.exit, one raises): pytest must not import them.
-collect_ignore = ["broken_plugin", "exiting_plugin", "clash_plugin"]
+collect_ignore = ["broken_plugin", "exiting_plugin", "clash_plugin", "exits_on_import.py"]
 
 
 @pytest.fixture(scope="session")

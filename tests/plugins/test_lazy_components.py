@@ -119,3 +119,24 @@ def test_a_reference_to_a_non_class_is_checked_on_first_use_and_fails_alone() ->
         assert result.exit_code == 0, result.output
         assert "skipped sqrt_code" in result.output and "mds" in result.output
         assert "Failed to load" in render_reference(manager)
+
+
+class ExitingReferenceEnv:
+    @marlplug.hookimpl
+    def marlplug_envs(self) -> Mapping[str, Any]:
+        return {"mpe/exits_on_import": "tests.plugins.exits_on_import:Scenario"}
+
+
+def test_a_reference_whose_module_exits_fails_alone() -> None:
+    from click.testing import CliRunner
+
+    from marlplug.cli.main import cli
+    from marlplug.testing import register_plugin
+
+    with register_plugin(ExitingReferenceEnv(), name="exits") as manager:
+        with pytest.raises(PluginError, match=r"SystemExit"):
+            manager.registry("env")["mpe/exits_on_import"]
+        result = CliRunner().invoke(cli, ["envs"])  # every other env is still listed
+        assert result.exit_code == 0, result.output
+        assert "skipped mpe/exits_on_import" in result.output
+        assert "cooperative_navigation" in result.output
