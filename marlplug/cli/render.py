@@ -91,10 +91,12 @@ def render(
 
         policy = act
 
-    frames = rollout_frames(env, policy=policy)
+    # Opened first: fail before the episode (imageio's writer would also print a traceback).
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
+        out.open("ab").close()
     except OSError as exc:
         raise UserError(f"--out: cannot write {out} ({exc.strerror or exc})") from None
+    frames = rollout_frames(env, policy=policy)
+    imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
     click.echo(f"wrote {out} ({len(frames)} frames, {actions})")

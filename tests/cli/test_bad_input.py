@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from marlplug.cli.train import default_config_path
+
 # (case id, config file text or None for "no file", extra CLI args, expected message fragment)
 CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
     ("missing-file", None, [], "config file not found"),
@@ -313,3 +315,25 @@ def test_setting_that_does_nothing_is_one_warning_line(tmp_path: Path) -> None:
         "warning: coding.stragglers.count: does nothing without delay_s (a straggler answers "
         "delay_s seconds late; it is 0); set coding.stragglers.delay_s, e.g. 0.25"
     )
+
+
+def test_render_to_an_unwritable_path_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marlplug.cli.main",
+            "render",
+            str(default_config_path()),
+            "--out",
+            str(blocker / "episode.gif"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == 2, process.stderr
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: --out: cannot write {blocker}"), lines
