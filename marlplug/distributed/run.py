@@ -103,11 +103,13 @@ def uses_maddpg_runner(config: MarlplugConfig) -> bool:
     """Whether ``marlplug train`` runs ``config`` with :func:`run_maddpg` (an off-policy learner
     algorithm such as ``maddpg``, coded or not) rather than the joint PPO trainer (which runs coded
     PPO, one coded round per minibatch step, when there is a ``coding:`` section)."""
+    return hasattr(_algorithm_class(config), "bind")
+
+
+def _algorithm_class(config: MarlplugConfig) -> Any:
+    """The configured learner algorithm's class, or a one-line unknown-name error."""
     registries = get_plugin_manager().registries
-    algorithm_class = registries["algorithm"].get_component(
-        config.algorithm.name, field="algorithm.name"
-    )
-    return hasattr(algorithm_class, "bind")
+    return registries["algorithm"].get_component(config.algorithm.name, field="algorithm.name")
 
 
 def make_backend(coding: CodingSection) -> Backend | None:
@@ -158,10 +160,7 @@ def run_coded(
 
 def _algorithm(config: MarlplugConfig) -> Any:
     """The configured off-policy learner algorithm (it has ``bind``), or a one-line error."""
-    registries = get_plugin_manager().registries
-    algorithm_class = registries["algorithm"].get_component(
-        config.algorithm.name, field="algorithm.name"
-    )
+    algorithm_class = _algorithm_class(config)
     if not hasattr(algorithm_class, "bind"):
         if config.coding is not None:
             raise UserError(
