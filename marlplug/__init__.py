@@ -30,7 +30,7 @@ _LAZY = {
     "JointPPOLoss": "marlplug.losses",
     "AuxLoss": "marlplug.losses",
     "RedundancyLoss": "marlplug.losses",
-    "JointActorCritic": "marlplug.models",
+    "JointActorCritic": "marlplug.nn",
     "JointMultiAgentTrainer": "marlplug.train",
     "JointTrainerConfig": "marlplug.train",
     "JointStats": "marlplug.train",

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from torchrl.envs import EnvBase
 
     from marlplug.losses import JointPPOLoss
-    from marlplug.models import JointActorCritic
+    from marlplug.nn import JointActorCritic
+    from marlplug.optim.agent_optim import AgentAdam
     from marlplug.train import JointMultiAgentTrainer, JointTrainerConfig
-    from marlplug.train.agent_optim import AgentAdam
 
 #: A config: a loaded :class:`MarlplugConfig`, a YAML/TOML file, or a dict of config sections.
 ConfigLike = MarlplugConfig | str | Path | Mapping[str, Any]

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marlplug.algorithms.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.config import apply_override, format_loc, load_config, resolved_dict
-from marlplug.config_checks import ConfigWarning, format_bytes
+from marlplug.config.checks import ConfigWarning, format_bytes
+from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError
-from marlplug.train.config import JointTrainerConfig
+from marlplug.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.train.run import build_trainer
 from tests.train.helpers import SMALL_RUN
 

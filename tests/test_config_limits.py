@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from marlplug.config_loading import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, parse_yaml_text
+from marlplug.config.loading import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, parse_yaml_text
 from marlplug.errors import ConfigError
 from tests.conftest import CliResult
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from marlplug import hookspecs
-from marlplug.config_reference import render_reference
+from marlplug.config.reference import render_reference
 from marlplug.plugins import PluginManager
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -19,9 +19,10 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
-from marlplug.algorithms.stacked import (
+from marlplug.algorithms.state_codec import StateCodec
+from marlplug.config import MAX_WIDTH, Options
+from marlplug.nn.functional import (
     adam_step,
     clip_per_agent,
     init_mlp,
@@ -29,11 +30,10 @@ from marlplug.algorithms.stacked import (
     stacked_linear,
     stacked_mlp,
 )
-from marlplug.algorithms.state_codec import StateCodec
-from marlplug.config import MAX_WIDTH, Options
+from marlplug.seeding import agent_seed
 
 if TYPE_CHECKING:
-    from marlplug.train.config import TrainSection
+    from marlplug.config.train import TrainSection
 
 #: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")

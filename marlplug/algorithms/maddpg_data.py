@@ -12,7 +12,7 @@ from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MaddpgProgram
-from marlplug.algorithms.seeding import derive_seed
+from marlplug.seeding import derive_seed
 
 #: Separates the env's per-episode seeds from every other stream derived from the run's seed.
 _EPISODE_SALT = 11

@@ -21,8 +21,8 @@ from marlplug.config import MAX_WIDTH
 from marlplug.config import Options as ConfigOptions
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
-from marlplug.models.actor_critic import JointActorCritic
-from marlplug.train.agent_optim import (
+from marlplug.nn.actor_critic import JointActorCritic
+from marlplug.optim.agent_optim import (
     AgentAdam,
     AgentGroupParameters,
     adam_update,
@@ -31,7 +31,7 @@ from marlplug.train.agent_optim import (
 )
 
 if TYPE_CHECKING:
-    from marlplug.train.config import TrainSection
+    from marlplug.config.train import TrainSection
 
 
 @contextmanager

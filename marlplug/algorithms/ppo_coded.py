@@ -26,7 +26,7 @@ from marlplug.algorithms.ppo import (
 from marlplug.algorithms.state_codec import StateCodec
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
-from marlplug.train.agent_optim import AgentAdam, per_agent_grad_norms
+from marlplug.optim.agent_optim import AgentAdam, per_agent_grad_norms
 
 Key = tuple[str, ...]
 #: A minibatch entry (``[B]`` int64, every row the same) carrying the step's loss seed to the

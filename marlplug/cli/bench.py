@@ -13,24 +13,24 @@ BENCHMARKS: dict[str, LazyCommand] = {
         "Start-up time of marlplug commands as processes, side by side with `python -c pass`.",
     ),
     "coding": LazyCommand(
-        "marlplug.distributed.bench:coding",
+        "marlplug.bench.distributed:coding",
         "The paper's coded-training experiment: round time per code and number of stragglers.",
     ),
     "decode": LazyCommand(
-        "marlplug.coding.bench:decode",
+        "marlplug.bench.coding:decode",
         "Decode time (median ms) and relative error of least squares, peeling and the authors' "
         "method.",
     ),
     "envs": LazyCommand(
-        "marlplug.envs.bench:envs",
+        "marlplug.bench.envs:envs",
         "Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials.",
     ),
     "loss": LazyCommand(
-        "marlplug.losses.bench:loss",
+        "marlplug.bench.loss:loss",
         "JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor.",
     ),
     "train": LazyCommand(
-        "marlplug.train.bench:train",
+        "marlplug.bench.train:train",
         "`marlplug train` vs a plain TorchRL MAPPO pipeline: frames/s and final mean return.",
     ),
 }

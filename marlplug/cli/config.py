@@ -39,7 +39,7 @@ def check(path: str, overrides: tuple[str, ...]) -> None:
 )
 def reference(builtins_only: bool) -> None:
     """Print the configuration reference (Markdown) of marlplug and every installed plugin."""
-    from marlplug.config_reference import BUILTIN_DISTRIBUTION, render_reference
+    from marlplug.config.reference import BUILTIN_DISTRIBUTION, render_reference
     from marlplug.plugins import get_plugin_manager
 
     distributions = {BUILTIN_DISTRIBUTION} if builtins_only else None

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import click
 
 from marlplug.cli.allocator import keep_freed_memory
-from marlplug.config_checks import ConfigWarning
-from marlplug.config_messages import printable
+from marlplug.config.checks import ConfigWarning
+from marlplug.config.messages import printable
 from marlplug.errors import UserError
 from marlplug.switches import env_flag
 

@@ -79,7 +79,7 @@ def render(
     actions = "random actions"
     if checkpoint is not None:
         from marlplug.config import validate_components
-        from marlplug.train.checkpoint import load_policy
+        from marlplug.runs.checkpoint import load_policy
 
         model = load_policy(checkpoint, env, validate_components(config))
         exploration = ExplorationType.RANDOM if sample else ExplorationType.DETERMINISTIC

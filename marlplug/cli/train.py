@@ -2,7 +2,7 @@
 
 Joint multi-agent PPO by default (with a ``coding:`` section every minibatch step is one coded round);
 MADDPG (``algorithm: {name: maddpg}``, coded or not) goes to
-:func:`marlplug.distributed.run.run_maddpg`. Both print the same summary.
+:func:`marlplug.train.coded_run.run_maddpg`. Both print the same summary.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def train(
     Ctrl-C (or SIGTERM) finishes the update under way, writes its checkpoint and exits with 130
     (143); a second Ctrl-C stops at once, keeping the last checkpoint.
     """
-    from marlplug.train.interrupt import TrainingInterrupted
+    from marlplug.runs.interrupt import TrainingInterrupted
 
     try:
         _train(config_path, overrides, resume_dir, no_progress)
@@ -63,8 +63,8 @@ def _train(
 ) -> None:
     from marlplug.config import load_config
     from marlplug.errors import UserError
+    from marlplug.runs.summary import summary_lines
     from marlplug.train.run import load_run_config
-    from marlplug.train.summary import summary_lines
 
     if resume_dir is not None:
         if config_path is not None:
@@ -75,7 +75,7 @@ def _train(
     progress = False if no_progress else None
     metrics = f"{{}} ({config.logging.backend})"
     if _uses_maddpg_runner(config):
-        from marlplug.distributed.run import run_maddpg
+        from marlplug.train.coded_run import run_maddpg
 
         coded = run_maddpg(config, resume_dir=resume_dir, progress=progress)
         outputs: list[tuple[str, Path]] = [
@@ -122,6 +122,6 @@ def _uses_maddpg_runner(config: MarlplugConfig) -> bool:
     trainer; the check imports :mod:`marlplug.distributed` only when it has to."""
     if config.algorithm.name == "ppo":
         return False
-    from marlplug.distributed.run import uses_maddpg_runner
+    from marlplug.train.coded_run import uses_maddpg_runner
 
     return uses_maddpg_runner(config)

@@ -1,22 +1,18 @@
-"""Coded distributed training: a controller, N learners (local processes or Ray), stragglers, faults."""
+"""Coded distributed learning's runtime: a controller, N learners (local processes or Ray), stragglers.
+
+No training loop lives here: :mod:`marlplug.train` drives the rounds.
+"""
 
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
 from marlplug.distributed.learner import learner_compute
-from marlplug.distributed.run import CodedRunResult, run_coded, run_maddpg
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.training import CentralizedUpdater, MaddpgRunner
 
 __all__ = [
-    "CentralizedUpdater",
     "CodedController",
-    "CodedRunResult",
     "LocalBackend",
-    "MaddpgRunner",
     "RoundLog",
     "RoundTimeoutError",
     "StragglerModel",
     "learner_compute",
-    "run_coded",
-    "run_maddpg",
 ]

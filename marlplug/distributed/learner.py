@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.coding.exact import to_ordinals
+from marlplug.seeding import agent_seed
 
 
 class UpdateProgram(Protocol):

@@ -74,7 +74,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         advantage_eps: lower bound of the advantage std when standardizing.
 
     Examples:
-        >>> from marlplug.models import GroupSpec, JointActorCritic
+        >>> from marlplug.nn import GroupSpec, JointActorCritic
         >>> from marlplug.losses import RedundancyLoss
         >>> model = JointActorCritic(
         ...     [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)],

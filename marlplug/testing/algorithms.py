@@ -20,9 +20,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.config import Options, validate_options
 from marlplug.errors import UserError
+from marlplug.seeding import agent_seed
 
 #: A subset's rows must match the same agents' rows of an all-agents call this closely (relative
 #: norm): the shapes differ, so BLAS may round differently — never bit-identity across shapes.

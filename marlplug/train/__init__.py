@@ -1,6 +1,6 @@
 """Training: the joint multi-agent PPO trainer, its config, stats, checkpoints and reporting.
 
-``marlplug.config`` imports :mod:`marlplug.train.config`, so the heavier names below are imported
+``marlplug.config`` imports :mod:`marlplug.config.train`, so the heavier names below are imported
 lazily (on first attribute access) to keep that import free of cycles.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from marlplug.train.config import JointTrainerConfig, TrainSection
+from marlplug.config.train import JointTrainerConfig, TrainSection
 
 _LAZY = {
-    "JointStats": "marlplug.train.stats",
+    "JointStats": "marlplug.runs.stats",
     "JointEnv": "marlplug.train.surfaces",
     "JointPolicy": "marlplug.train.surfaces",
     "JointStepResult": "marlplug.train.surfaces",

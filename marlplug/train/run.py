@@ -15,9 +15,10 @@ from torch import nn
 
 from marlplug.algorithms.ppo import PPO
 from marlplug.config import MarlplugConfig, load_config, resolved_dict
+from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
-from marlplug.train.checkpoint import (
+from marlplug.runs.checkpoint import (
     AGENTS_KEY,
     CHECKPOINT_NAME,
     MODEL_KEY,
@@ -28,19 +29,18 @@ from marlplug.train.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
-from marlplug.train.config import JointTrainerConfig
-from marlplug.train.interrupt import TrainingInterrupted, stop_requests
-from marlplug.train.metrics_files import make_logger, restart_rounds_csv
-from marlplug.train.nonfinite import warn_nonfinite
-from marlplug.train.reporting import ProgressBar
-from marlplug.train.run_folder import create_run_dir, hold_run_dir, storage_errors
-from marlplug.train.stats import (
+from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
+from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
+from marlplug.runs.nonfinite import warn_nonfinite
+from marlplug.runs.reporting import ProgressBar
+from marlplug.runs.run_folder import create_run_dir, hold_run_dir, storage_errors
+from marlplug.runs.stats import (
     JointStats,
     ReturnPoint,
     history_for_checkpoint,
     history_from_checkpoint,
 )
-from marlplug.train.summary import RunTotals, plot_learning_curve
+from marlplug.runs.summary import RunTotals, plot_learning_curve
 from marlplug.train.trainer import JointMultiAgentTrainer
 
 CONFIG_NAME = "config.yaml"
@@ -126,7 +126,7 @@ def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) 
 
     Returns the controller (close it when done) and the step (its ``round_logs``)."""
     from marlplug.algorithms.ppo_coded import CodedPpoStep, PpoCodedProgram
-    from marlplug.distributed.run import build_controller
+    from marlplug.train.coded_run import build_controller
 
     program = PpoCodedProgram(
         trainer.algorithm,
@@ -171,7 +171,7 @@ def _append_rounds(path: Path, update: int, logs: list[Any]) -> None:
 
 def new_run_dir(config: MarlplugConfig) -> Path:
     """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp), created
-    atomically: runs started at once never share a folder (see :mod:`marlplug.train.run_folder`)."""
+    atomically: runs started at once never share a folder (see :mod:`marlplug.runs.run_folder`)."""
     return create_run_dir(Path(config.logging.dir), config.logging.run_name)
 
 

@@ -17,11 +17,11 @@ from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
-from marlplug.algorithms.seeding import derive_seed
+from marlplug.config.train import JointTrainerConfig
 from marlplug.losses.clip_ppo import ClipPPO
-from marlplug.train.config import JointTrainerConfig
-from marlplug.train.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
-from marlplug.train.stats import PER_AGENT_STATS, JointStats
+from marlplug.runs.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
+from marlplug.runs.stats import PER_AGENT_STATS, JointStats
+from marlplug.seeding import derive_seed
 
 #: One optimization step on a minibatch: ``step(minibatch, seed=..., frozen=...)``; it updates the
 #: trainer's loss weights and optimizer state in place (see :attr:`JointMultiAgentTrainer.step_function`).
@@ -181,7 +181,7 @@ class JointMultiAgentTrainer:
         self, result: UpdateStepResult, terms: dict[str, set[str]], *, step: int
     ) -> int:
         """Find the non-finite terms of a step, count them, and stop the run
-        (:class:`~marlplug.train.nonfinite.NonfiniteLossError`) once an agent no longer learns;
+        (:class:`~marlplug.runs.nonfinite.NonfiniteLossError`) once an agent no longer learns;
         returns how many agents the step's non-finite values concern."""
         found = nonfinite_terms(result.losses, self.loss.groups, self.agent_names, result.nonfinite)
         for term, agents in found.items():

@@ -12,11 +12,11 @@ from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
 from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.algorithms.spaces import AgentSpace
-from marlplug.algorithms.stacked import adam_step, clip_per_agent, stacked_mlp
 from marlplug.algorithms.state_codec import StateCodec
+from marlplug.nn.functional import adam_step, clip_per_agent, stacked_mlp
 from marlplug.plugins import get_plugin_manager
+from marlplug.seeding import agent_seed
 
 
 def make_program(

@@ -15,7 +15,7 @@ from marlplug.algorithms.ppo import (
 )
 from marlplug.errors import UserError
 from marlplug.losses import RedundancyLoss
-from marlplug.train.agent_optim import AgentAdam, AgentGroupParameters, clip_grad_norm_per_agent_
+from marlplug.optim.agent_optim import AgentAdam, AgentGroupParameters, clip_grad_norm_per_agent_
 from tests.losses.helpers import make_batch, make_loss, make_model
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 

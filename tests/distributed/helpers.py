@@ -6,8 +6,8 @@ import torch
 from tensordict import TensorDict
 
 from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.algorithms.spaces import AgentSpace
+from marlplug.seeding import agent_seed
 
 
 def small_program(num_agents: int) -> MaddpgProgram:

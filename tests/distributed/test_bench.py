@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from marlplug.distributed.bench import check_targets, read_reference, shape_summary
+from marlplug.bench.distributed import check_targets, read_reference, shape_summary
 
 REFERENCE = Path(__file__).parents[2] / "docs" / "data" / "paper_training_time.csv"
 

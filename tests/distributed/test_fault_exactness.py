@@ -17,8 +17,8 @@ from marlplug.coding import MDSCode
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.training import CentralizedUpdater, MaddpgRunner
 from marlplug.envs import make_env
+from marlplug.train.maddpg_loop import CentralizedUpdater, MaddpgRunner
 
 M, N, ITERATIONS = 3, 5, 80
 #: Iterations before which learners are killed, and which ones: the round then runs without them

@@ -158,7 +158,7 @@ def test_a_run_whose_round_fails_stops_with_one_line_and_still_draws_the_timelin
     tmp_path: Path,
 ) -> None:
     from marlplug import load_config
-    from marlplug.distributed.run import run_maddpg
+    from marlplug.train.coded_run import run_maddpg
     from tests.distributed.sockets import descendants
 
     config = load_config(

@@ -7,7 +7,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from marlplug.distributed.controller import RoundLog
-from marlplug.distributed.timeline import draw_timeline, plot_timeline
+from marlplug.runs.timeline import draw_timeline, plot_timeline
 
 
 def _round(index: int, arrivals: dict[int, float]) -> RoundLog:

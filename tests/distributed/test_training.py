@@ -12,14 +12,10 @@ from marlplug import load_config
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.coding import MDSCode
-from marlplug.distributed import (
-    CentralizedUpdater,
-    CodedController,
-    MaddpgRunner,
-    StragglerModel,
-    run_coded,
-)
+from marlplug.distributed import CodedController, StragglerModel
 from marlplug.envs import make_env
+from marlplug.train.coded_run import run_coded
+from marlplug.train.maddpg_loop import CentralizedUpdater, MaddpgRunner
 
 SMALL = {
     "minibatch_size": 64,
@@ -91,7 +87,7 @@ def test_run_coded_from_a_config_logs_rounds_and_draws_the_timeline(tmp_path: Pa
 def test_run_maddpg_without_coding_trains_centrally_and_matches_the_coded_run(
     tmp_path: Path,
 ) -> None:
-    from marlplug.distributed import run_maddpg
+    from marlplug.train.coded_run import run_maddpg
 
     base = {
         "env": {"name": "cooperative_navigation", "agents": 3},

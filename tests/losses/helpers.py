@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from marlplug.losses import JointPPOLoss
-from marlplug.models import GroupSpec, JointActorCritic
+from marlplug.nn import GroupSpec, JointActorCritic
 
 OBS, ACTIONS = 6, 4
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from marlplug.losses.bench import gram_floor
+from marlplug.bench.loss import gram_floor
 from marlplug.losses.redundancy import redundancy_pair_loop, standardize_columns
 
 

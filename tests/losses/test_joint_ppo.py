@@ -13,11 +13,11 @@ from torch.distributions import Categorical
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import ClipPPOLoss
 
+from marlplug.bench.loss import per_agent_batches
 from marlplug.errors import UserError
 from marlplug.losses import JointPPOLoss, RedundancyLoss, sum_losses
-from marlplug.losses.bench import per_agent_batches
-from marlplug.models import JointActorCritic
-from marlplug.models.stacked import StackedLinear, StackedMLP
+from marlplug.nn import JointActorCritic
+from marlplug.nn.stacked import StackedLinear, StackedMLP
 from tests.losses.helpers import make_batch, make_loss, make_model
 
 

@@ -9,7 +9,7 @@ from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
 from torchrl.objectives import ValueEstimators
 
 from marlplug.losses import JointPPOLoss, RedundancyLoss
-from marlplug.models import JointActorCritic
+from marlplug.nn import JointActorCritic
 from tests.losses.matching_env import MatchingEnv
 
 

@@ -106,7 +106,7 @@ def test_a_reference_to_a_non_class_is_checked_on_first_use_and_fails_alone() ->
     from click.testing import CliRunner
 
     from marlplug.cli.main import cli
-    from marlplug.config_reference import render_reference
+    from marlplug.config.reference import render_reference
     from marlplug.testing import register_plugin
 
     with register_plugin(NotAClassCode(), name="not-a-class") as manager:

@@ -95,7 +95,7 @@ def test_loss_example_trains_with_joint_ppo(load_example, tmp_path: Path) -> Non
 
 
 def test_algorithm_example_trains_on_the_example_code(load_example, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from marlplug.distributed.run import run_maddpg
+    from marlplug.train.coded_run import run_maddpg
 
     with (
         register_plugin(load_example("algorithm"), name="example-algorithm"),

@@ -15,9 +15,8 @@ import pytest
 import torch
 
 from marlplug import load_config
-from marlplug.distributed.run import RUNNER_KEY, run_maddpg
 from marlplug.errors import UserError
-from marlplug.train.checkpoint import (
+from marlplug.runs.checkpoint import (
     CHECKPOINT_NAME,
     FORMAT,
     FORMAT_KEY,
@@ -25,6 +24,7 @@ from marlplug.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from marlplug.train.coded_run import RUNNER_KEY, run_maddpg
 from marlplug.train.run import load_run_config, run_training
 from tests.train.helpers import SMALL_RUN
 
@@ -223,7 +223,7 @@ def test_resume_restores_the_numpy_rng_state(tmp_path: Path) -> None:
     expected = np.random.get_state()
     save_checkpoint(tmp_path / CHECKPOINT_NAME, {"trainer": {}})
     np.random.seed(4)
-    from marlplug.train.checkpoint import restore_rng_states
+    from marlplug.runs.checkpoint import restore_rng_states
 
     restore_rng_states(load_checkpoint(tmp_path / CHECKPOINT_NAME)["rng"])
     restored = np.random.get_state()

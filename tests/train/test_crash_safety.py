@@ -19,11 +19,11 @@ import pytest
 import torch
 
 from marlplug import load_config
-from marlplug.train import checkpoint as checkpoint_module
-from marlplug.train.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.metrics_files import read_scalar_csv
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.runs.run_folder import LOCK_NAME
+from marlplug.runs import checkpoint as checkpoint_module
 from marlplug.train.run import load_run_config, run_training
-from marlplug.train.run_folder import LOCK_NAME
 from tests.train.helpers import SMALL_RUN
 
 DRIVER = Path(__file__).with_name("crash_driver.py")

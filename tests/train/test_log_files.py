@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
-from marlplug.train.checkpoint import write_atomically
-from marlplug.train.metrics_files import restart_rounds_csv, restart_scalar_csvs
+from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.metrics_files import restart_rounds_csv, restart_scalar_csvs
 
 
 def _mode(path: Path) -> int:

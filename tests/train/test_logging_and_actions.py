@@ -10,7 +10,7 @@ import torch
 from marlplug.config import load_config
 from marlplug.envs import make_env
 from marlplug.errors import UserError
-from marlplug.train.checkpoint import load_checkpoint, load_policy
+from marlplug.runs.checkpoint import load_checkpoint, load_policy
 from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 

@@ -16,7 +16,7 @@ import marlplug
 from marlplug.errors import ConfigError
 from marlplug.losses.aux import AuxLoss
 from marlplug.plugins import get_plugin_manager
-from marlplug.train.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from tests.train.helpers import SMALL_RUN
 
 

@@ -1,4 +1,4 @@
-"""The progress bars of ``marlplug.train.reporting``: training's ``ProgressBar`` and the benchmarks'
+"""The progress bars of ``marlplug.runs.reporting``: training's ``ProgressBar`` and the benchmarks'
 ``stderr_progress``, both built on ``StepProgress``."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pytest
 from rich.console import Console
 
-from marlplug.train.reporting import ProgressBar, StepProgress, stderr_progress
-from marlplug.train.stats import ReturnPoint
+from marlplug.runs.reporting import ProgressBar, StepProgress, stderr_progress
+from marlplug.runs.stats import ReturnPoint
 
 
 def terminal() -> tuple[Console, io.StringIO]:

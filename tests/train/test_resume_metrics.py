@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from marlplug.config import load_config
-from marlplug.distributed.run import run_maddpg
-from marlplug.train.checkpoint import CHECKPOINT_NAME
-from marlplug.train.metrics_files import read_scalar_csv
+from marlplug.runs.checkpoint import CHECKPOINT_NAME
+from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.train.coded_run import run_maddpg
 from marlplug.train.run import load_run_config, run_training
 from tests.train.helpers import SMALL_RUN
 

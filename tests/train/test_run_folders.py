@@ -13,14 +13,14 @@ import pytest
 
 from marlplug import load_config
 from marlplug.errors import UserError
-from marlplug.train.run import new_run_dir
-from marlplug.train.run_folder import (
+from marlplug.runs.run_folder import (
     LOCK_NAME,
     claim_run_dir,
     create_run_dir,
     hold_run_dir,
     remove_orphaned_temporaries,
 )
+from marlplug.train.run import new_run_dir
 from tests.train.helpers import SMALL_RUN
 
 FROZEN = dt.datetime(2026, 1, 1, 12, 0, 0)

@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from marlplug.config import load_config
-from marlplug.distributed.run import run_maddpg
-from marlplug.train.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.metrics_files import read_scalar_csv
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.runs.stats import history_from_checkpoint
+from marlplug.train.coded_run import run_maddpg
 from marlplug.train.run import load_run_config, run_training
-from marlplug.train.stats import history_from_checkpoint
 from tests.train.helpers import SMALL_RUN
 
 MADDPG_SMALL = [

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from marlplug.config import load_config
+from marlplug.config.train import JointTrainerConfig
 from marlplug.envs import make_env
 from marlplug.errors import UserError
-from marlplug.train.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.config import JointTrainerConfig
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.train.run import build_trainer, run_training
 from marlplug.train.trainer import JointMultiAgentTrainer, episode_returns
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from torchrl.record.loggers import CSVLogger, Logger
 
 from marlplug.errors import UserError
-from marlplug.train.checkpoint import write_atomically
+from marlplug.runs.checkpoint import write_atomically
 
 #: The first column of every scalar CSV; the second is named after the metric (``step,entropy``).
 STEP_COLUMN = "step"

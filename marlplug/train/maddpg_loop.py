@@ -19,9 +19,9 @@ from torchrl.envs import EnvBase
 
 from marlplug.algorithms.maddpg import MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.distributed.controller import RoundLog
 from marlplug.errors import UserError
+from marlplug.seeding import agent_seed
 
 
 class Updater(Protocol):

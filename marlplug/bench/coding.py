@@ -30,7 +30,7 @@ from marlplug.coding.decoding import (
     combine_rows,
     peeling_schedule,
 )
-from marlplug.train.reporting import stderr_progress
+from marlplug.runs.reporting import stderr_progress
 
 TARGET_MS = 50.0
 

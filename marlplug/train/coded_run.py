@@ -26,19 +26,10 @@ from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
-from marlplug.distributed.iteration_report import (
-    iteration_returns,
-    iteration_row,
-    learning_gate_note,
-    log_iteration,
-    rounds_columns,
-)
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.timeline import plot_timeline, timeline_of_failed_run
-from marlplug.distributed.training import CentralizedUpdater, IterationLog, MaddpgRunner
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
-from marlplug.train.checkpoint import (
+from marlplug.runs.checkpoint import (
     AGENTS_KEY,
     CHECKPOINT_NAME,
     check_agents,
@@ -47,18 +38,27 @@ from marlplug.train.checkpoint import (
     restore_state,
     save_checkpoint,
 )
-from marlplug.train.interrupt import TrainingInterrupted, stop_requests
-from marlplug.train.metrics_files import make_logger, restart_rounds_csv
-from marlplug.train.nonfinite import check_finite_states
-from marlplug.train.reporting import ProgressBar
-from marlplug.train.run import HISTORY_KEY, kept_checkpoint, new_run_dir, save_run_config
-from marlplug.train.run_folder import claim_run_dir, hold_run_dir, storage_errors
-from marlplug.train.stats import (
+from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
+from marlplug.runs.iteration_report import (
+    iteration_returns,
+    iteration_row,
+    learning_gate_note,
+    log_iteration,
+    rounds_columns,
+)
+from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
+from marlplug.runs.nonfinite import check_finite_states
+from marlplug.runs.reporting import ProgressBar
+from marlplug.runs.run_folder import claim_run_dir, hold_run_dir, storage_errors
+from marlplug.runs.stats import (
     ReturnPoint,
     history_for_checkpoint,
     history_from_checkpoint,
 )
-from marlplug.train.summary import RunTotals, plot_learning_curve
+from marlplug.runs.summary import RunTotals, plot_learning_curve
+from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
+from marlplug.train.maddpg_loop import CentralizedUpdater, IterationLog, MaddpgRunner
+from marlplug.train.run import HISTORY_KEY, kept_checkpoint, new_run_dir, save_run_config
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
 #: with no logging set up, and a library user can silence them).

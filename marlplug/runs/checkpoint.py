@@ -2,7 +2,7 @@
 
 A checkpoint is a ``torch.save`` dict of tensors, plain containers and primitives only, marked with
 :data:`FORMAT`: ``trainer`` (loss, optimizer and counters, to resume) or ``maddpg_runner``,
-``model`` (the :class:`~marlplug.models.JointActorCritic` state dict, to act), ``agents``,
+``model`` (the :class:`~marlplug.nn.JointActorCritic` state dict, to act), ``agents``,
 ``history`` and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never
 runs code from it, whoever wrote it; a file holding anything else is refused with one line.
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from torchrl.envs import EnvBase
 
     from marlplug.config import MarlplugConfig
-    from marlplug.models import JointActorCritic
+    from marlplug.nn import JointActorCritic
 
 CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_KEY = "model"

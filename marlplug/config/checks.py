@@ -17,7 +17,7 @@ from marlplug.errors import ConfigError
 
 if TYPE_CHECKING:
     from marlplug.config import MarlplugConfig
-    from marlplug.train.config import TrainSection
+    from marlplug.config.train import TrainSection
 
 
 class ConfigWarning(UserWarning):

@@ -27,7 +27,6 @@ import torch
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.algorithms.seeding import agent_seed
 from marlplug.coding import make_decoder
 from marlplug.coding.exact import from_ordinals
 from marlplug.distributed.backends.local import LocalBackend
@@ -37,7 +36,8 @@ from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import UserError
 from marlplug.plotting import saved_figure
 from marlplug.plugins import get_plugin_manager
-from marlplug.train.reporting import stderr_progress
+from marlplug.runs.reporting import stderr_progress
+from marlplug.seeding import agent_seed
 
 #: The paper's straggler settings: scenario -> (k values, t_s seconds, adversaries K).
 PAPER_SETTINGS: dict[str, tuple[tuple[int, ...], float, int]] = {

@@ -18,8 +18,8 @@ from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
 from marlplug.errors import UserError
-from marlplug.models.rollout_policy import CategoricalRolloutPolicy
-from marlplug.models.stacked import StackedLinear, StackedMLP
+from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
+from marlplug.nn.stacked import StackedLinear, StackedMLP
 
 #: Key names inside a group, shared with :class:`marlplug.losses.JointPPOLoss`'s defaults.
 OBSERVATION = "observation"

@@ -29,8 +29,8 @@ from marlplug.losses.redundancy import (
     redundancy_pair_loop,
     standardize_columns,
 )
-from marlplug.models import GroupSpec, JointActorCritic
-from marlplug.train.reporting import stderr_progress
+from marlplug.nn import GroupSpec, JointActorCritic
+from marlplug.runs.reporting import stderr_progress
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
 

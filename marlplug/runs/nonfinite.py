@@ -103,7 +103,7 @@ class NonfiniteMonitor:
         >>> monitor.record(torch.tensor([True, False]), {"loss_x": ["a"]}, where="update 1, step 2")
         Traceback (most recent call last):
         ...
-        marlplug.train.nonfinite.NonfiniteLossError: train.max_nonfinite_steps: agent a had non-finite values 2 steps in a row (update 1, step 2): loss_x (a); the run stopped (fix the loss, lower train.lr, or raise train.max_nonfinite_steps)
+        marlplug.runs.nonfinite.NonfiniteLossError: train.max_nonfinite_steps: agent a had non-finite values 2 steps in a row (update 1, step 2): loss_x (a); the run stopped (fix the loss, lower train.lr, or raise train.max_nonfinite_steps)
     """
 
     agent_names: list[str]
@@ -190,7 +190,7 @@ def check_finite_states(theta: torch.Tensor, agent_names: list[str], *, where: s
         >>> check_finite_states(torch.tensor([[0.0], [float("nan")]]), ["a", "b"], where="iteration 4")
         Traceback (most recent call last):
         ...
-        marlplug.train.nonfinite.NonfiniteLossError: iteration 4: the update made the state of agent b non-finite (NaN or infinity); the run stopped (lower algorithm.lr, or check the env's rewards)
+        marlplug.runs.nonfinite.NonfiniteLossError: iteration 4: the update made the state of agent b non-finite (NaN or infinity); the run stopped (lower algorithm.lr, or check the env's rewards)
     """
     finite = torch.isfinite(theta.reshape(theta.shape[0], -1)).all(-1).tolist()
     bad = [name for name, ok in zip(agent_names, finite, strict=True) if not ok]

@@ -27,7 +27,7 @@ from torchrl.objectives import ClipPPOLoss, ValueEstimators
 
 from marlplug.config import load_config
 from marlplug.envs import make_env
-from marlplug.train.reporting import stderr_progress
+from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
 from marlplug.train.trainer import episode_returns
 

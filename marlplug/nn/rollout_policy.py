@@ -29,7 +29,7 @@ class CategoricalRolloutPolicy(TensorDictModuleBase):
         group: the agent group's name.
 
     Examples:
-        >>> from marlplug.models.stacked import StackedLinear, StackedMLP
+        >>> from marlplug.nn.stacked import StackedLinear, StackedMLP
         >>> from tensordict import TensorDict
         >>> policy = CategoricalRolloutPolicy(
         ...     StackedMLP(n_agents=2, in_features=4, out_features=8, activate_last_layer=True),

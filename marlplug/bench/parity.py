@@ -1,6 +1,6 @@
 """Learning parity, like the paper's reward figure: coded MADDPG against centralized MADDPG, same seed.
 
-``python -m marlplug.distributed.parity --iterations 60 --plot docs/images/coding_parity.png`` trains both
+``python -m marlplug.bench.parity --iterations 60 --plot docs/images/coding_parity.png`` trains both
 on cooperative navigation (M = 8, VMAS) — the coded run with ``mds`` on N = 15 learners and k = 2
 stragglers on the simulated clock — and plots the two return curves.
 """
@@ -18,9 +18,9 @@ from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.stragglers import StragglerModel
-from marlplug.distributed.training import CentralizedUpdater, MaddpgRunner, Updater
 from marlplug.plotting import saved_figure
 from marlplug.plugins import get_plugin_manager
+from marlplug.train.maddpg_loop import CentralizedUpdater, MaddpgRunner, Updater
 
 
 def return_curve(

@@ -20,7 +20,7 @@ import torch
 from torchrl.envs import EnvBase
 
 from marlplug.envs.factory import available_envs, make_env
-from marlplug.train.reporting import stderr_progress
+from marlplug.runs.reporting import stderr_progress
 
 SCENARIOS = ("cooperative_navigation", "predator_prey", "physical_deception", "keep_away")
 BACKENDS = ("mpe", "vmas")

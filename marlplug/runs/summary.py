@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marlplug.plotting import saved_figure
-from marlplug.train.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
+from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
 
 #: Updates in the trailing mean drawn over the learning curve (single updates are noisy).
 SMOOTHING_WINDOW = 5

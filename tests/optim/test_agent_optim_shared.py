@@ -13,7 +13,7 @@ from torch import nn
 from torchrl.modules import MultiAgentMLP
 
 from marlplug.algorithms.ppo import PPO, loss_parameter_groups
-from marlplug.train.agent_optim import AgentAdam, clip_grad_norm_per_agent_, group_parameters
+from marlplug.optim.agent_optim import AgentAdam, clip_grad_norm_per_agent_, group_parameters
 from tests.losses.test_torchrl_points import rollout, tutorial_loss, tutorial_networks
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from marlplug.algorithms.seeding import MAX_SEED
 from marlplug.errors import ConfigError
+from marlplug.seeding import MAX_SEED
 
 
 class TrainSection(BaseModel):
@@ -22,7 +22,7 @@ class TrainSection(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     # Upper bounds are far beyond any real run; they stop a typo (an extra digit or three) before
-    # it allocates terabytes. A memory estimate (marlplug.config_checks) catches the combinations.
+    # it allocates terabytes. A memory estimate (marlplug.config.checks) catches the combinations.
     updates: int = Field(50, ge=1, le=10**9, description="Number of updates (one rollout each).")
     rollout_steps: int = Field(2048, ge=1, le=10**7, description="Environment steps per rollout.")
     num_envs: int = Field(

@@ -23,13 +23,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from marlplug.algorithms.seeding import MAX_SEED
-from marlplug.config_checks import check_config
-from marlplug.config_loading import check_size, parse_yaml_text, read_config_file
-from marlplug.config_messages import clip, format_loc, validation_message
+from marlplug.config.checks import check_config
+from marlplug.config.loading import check_size, parse_yaml_text, read_config_file
+from marlplug.config.messages import clip, format_loc, validation_message
+from marlplug.config.train import TrainSection
 from marlplug.errors import ConfigError
 from marlplug.plugins import get_plugin_manager
-from marlplug.train.config import TrainSection
+from marlplug.seeding import MAX_SEED
 
 
 class Options(BaseModel):

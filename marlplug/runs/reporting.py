@@ -1,7 +1,7 @@
 """Progress on the terminal: the bar of a training run (with the live return) and of a benchmark.
 
-The files a run writes are :mod:`marlplug.train.metrics_files`; its summary and learning curve,
-:mod:`marlplug.train.summary`.
+The files a run writes are :mod:`marlplug.runs.metrics_files`; its summary and learning curve,
+:mod:`marlplug.runs.summary`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from marlplug.train.stats import ReturnPoint
+    from marlplug.runs.stats import ReturnPoint
 
 
 #: Least seconds between two redraws of a bar drawn only in ``advance`` (a bench's): its steps can be
@@ -169,7 +169,7 @@ class ProgressBar:
     ``show`` is false.
 
     Used as a context manager that yields ``advance(returns)``: one step done, and the latest
-    :class:`~marlplug.train.stats.ReturnPoint` (``None``: no episode finished, the last value stays).
+    :class:`~marlplug.runs.stats.ReturnPoint` (``None``: no episode finished, the last value stays).
 
     Args:
         show: draw the bar.
@@ -179,7 +179,7 @@ class ProgressBar:
         latest: the last return before this session (a resumed run), shown until a new one.
 
     Examples:
-        >>> from marlplug.train.stats import ReturnPoint
+        >>> from marlplug.runs.stats import ReturnPoint
         >>> with ProgressBar(False, total=3, completed=0) as advance:
         ...     advance(ReturnPoint(frames=10, per_agent=-0.5, team=-1.5))
     """

@@ -10,7 +10,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.envs import make_env
 from marlplug.errors import UserError
-from marlplug.models import (
+from marlplug.nn import (
     GroupSpec,
     JointActorCritic,
     StackedLinear,

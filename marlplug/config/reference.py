@@ -17,9 +17,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from marlplug.config import CodingSection, LoggingSection, MarlplugConfig, StragglerSection
+from marlplug.config.train import TrainSection
 from marlplug.errors import PluginError
 from marlplug.plugins import KIND_HOOKS, PluginManager
-from marlplug.train.config import TrainSection
 
 #: The distribution whose components are marlplug's own built-ins.
 BUILTIN_DISTRIBUTION = "marlplug"

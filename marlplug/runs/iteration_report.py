@@ -7,8 +7,8 @@ import math
 from typing import Any
 
 from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.distributed.training import IterationLog
-from marlplug.train.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
+from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
+from marlplug.train.maddpg_loop import IterationLog
 
 #: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
 ITERATION_COLUMNS = [

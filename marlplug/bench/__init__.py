@@ -1,0 +1,1 @@
+"""Benchmarks behind ``marlplug bench``: each compares side by side and prints ratios."""

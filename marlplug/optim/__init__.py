@@ -1,0 +1,1 @@
+"""Per-agent optimization over stacked weights: gradient norms, clipping and Adam."""

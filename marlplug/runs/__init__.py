@@ -1,0 +1,1 @@
+"""A training run's files: its folder, checkpoints, metrics, progress, summary and plots."""
