@@ -15,9 +15,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from marlplug.config import MarlplugConfig, Options, load_config
+from marlplug.config import MarlplugConfig, load_config
 from marlplug.errors import ConfigError, PluginError, UserError
 from marlplug.hookspecs import hookimpl, hookspec
+from marlplug.options import Options
 from marlplug.plugins import get_component, get_plugin_manager
 
 __version__ = "0.1.0"

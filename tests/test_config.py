@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from marlplug.config import apply_override, format_loc, load_config, resolved_dict
 from marlplug.config.checks import ConfigWarning, format_bytes
-from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError
+from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.train.run import build_trainer
 from tests.train.helpers import SMALL_RUN
@@ -99,7 +99,8 @@ def test_error_carries_only_first_problem_and_a_count() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(data={"train": {"updates": "x", "n_epochs": "y", "gamma": "z"}})
     lines = str(info.value).splitlines()
-    assert lines[0] == "train.updates: expected an integer, got 'x'"
+    # The first in the section's field order (the trainer's shared fields, then the run's).
+    assert lines[0] == "train.gamma: expected a number, got 'z'"
     assert lines[1] == "(and 2 more problems)"
 
 
@@ -127,7 +128,8 @@ def test_agent_seeds_are_unchanged_by_the_shared_derivation() -> None:
 
 @pytest.mark.parametrize("seed", [-1, MAX_SEED + 1])
 def test_trainer_config_refuses_a_seed_no_backend_accepts(seed: int) -> None:
-    with pytest.raises(ConfigError, match=f"seed: must be between 0 and {MAX_SEED}, got {seed}"):
+    bound = "greater than or equal to 0" if seed < 0 else f"less than or equal to {MAX_SEED}"
+    with pytest.raises(ConfigError, match=f"^seed: input should be {bound}, got {seed}$"):
         JointTrainerConfig(seed=seed)
 
 

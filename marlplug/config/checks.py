@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from marlplug.config.schema import MarlplugConfig
+from marlplug.config.train import TrainSection
 from marlplug.errors import ConfigError
-
-if TYPE_CHECKING:
-    from marlplug.config import MarlplugConfig
-    from marlplug.config.train import TrainSection
 
 
 class ConfigWarning(UserWarning):

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from marlplug.plugins import unknown_name_message
+from marlplug.registry import unknown_name_message
 
 
 def format_loc(loc: Sequence[str | int]) -> str:

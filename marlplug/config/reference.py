@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from marlplug.config import CodingSection, LoggingSection, MarlplugConfig, StragglerSection
+from marlplug.config.schema import CodingSection, LoggingSection, MarlplugConfig, StragglerSection
 from marlplug.config.train import TrainSection
 from marlplug.errors import PluginError
 from marlplug.plugins import KIND_HOOKS, PluginManager

@@ -14,8 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from marlplug.config import Options as ConfigOptions
 from marlplug.errors import UserError
+from marlplug.options import Options as ConfigOptions
+from marlplug.plugins import get_plugin_manager
 
 
 @runtime_checkable
@@ -60,8 +61,6 @@ class AuxLoss(nn.Module):
 def _describe(name: str) -> str:
     """``aux loss 'name'`` plus the distribution that registered it, when it is a plugin."""
     try:
-        from marlplug.plugins import get_plugin_manager
-
         entry = get_plugin_manager().registry("loss").entry(name)
         return f"aux loss '{name}' (from {entry.distribution})"
     except Exception:  # not registered (built by hand): the name alone says enough

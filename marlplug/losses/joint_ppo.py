@@ -18,19 +18,19 @@ from torchrl.objectives import LossModule
 from torchrl.objectives.utils import ValueEstimators
 
 from marlplug.errors import UserError
-from marlplug.losses.agent_layout import agent_count
 from marlplug.losses.aux import AuxBackwardCheck, call_aux_loss
 from marlplug.losses.ppo_keys import (
     AcceptedKeys,
-    CriticLossType,
     as_group_mapping,
     check_extra_arguments,
     check_settings,
     relative_key,
     resolve_settings,
 )
+from marlplug.losses.ppo_options import CriticLossType
 from marlplug.losses.ppo_terms import PpoSettings, group_terms
 from marlplug.losses.torchrl_api import TorchRLConventions
+from marlplug.optim.agent_layout import agent_count
 
 __all__ = ["CriticLossType", "JointPPOLoss", "sum_losses"]
 
@@ -60,7 +60,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         critic_network: the group's critic, or a mapping group -> critic (or ``critic=``).
         aux_losses: name -> aux loss module; each adds ``loss_<name>``.
         defaults: ``"torchrl"`` (ClipPPOLoss's defaults) or ``"marlplug"``.
-        clip_epsilon: the PPO clip range; typical values 0.1-0.3.
+        clip_epsilon: the PPO clip range (default 0.2); typical values 0.1-0.3.
         entropy_bonus: add the entropy bonus term.
         samples_mc_entropy: samples of the entropy estimate when it has no closed form.
         entropy_coeff: weight of the entropy bonus (default 0.01).
@@ -108,7 +108,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         *,
         aux_losses: Mapping[str, nn.Module] | None = None,
         defaults: str = "torchrl",
-        clip_epsilon: float = 0.2,
+        clip_epsilon: float | None = None,
         entropy_bonus: bool = True,
         samples_mc_entropy: int = 1,
         entropy_coeff: float | None = None,
@@ -137,15 +137,11 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         critic_network = critic_network if critic is None else critic
         if actor_network is None or critic_network is None:
             raise TypeError("JointPPOLoss needs actor_network and critic_network")
-        if isinstance(clip_value, bool):
-            clip_value = clip_epsilon if clip_value else None
-            clip_value_given: Any = clip_value if clip_value is not None else 0.0
-        else:
-            clip_value_given = clip_value
         settings = resolve_settings(
             defaults,
             {
-                "clip_value": clip_value_given,
+                "clip_epsilon": clip_epsilon,
+                "clip_value": None if isinstance(clip_value, bool) else clip_value,
                 "entropy_coeff": entropy_coeff,
                 "critic_coeff": critic_coeff,
                 "loss_critic_type": loss_critic_type,
@@ -154,6 +150,8 @@ class JointPPOLoss(TorchRLConventions, LossModule):
                 "reduction": reduction,
             },
         )
+        if isinstance(clip_value, bool):  # True: clip values by clip_epsilon; False: do not clip
+            settings["clip_value"] = settings["clip_epsilon"] if clip_value else None
         super().__init__()
         actors = as_group_mapping(actor_network, "actor")
         critics = as_group_mapping(critic_network, "critic")
@@ -161,7 +159,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             raise UserError(
                 f"JointPPOLoss: actor groups {sorted(actors)} differ from critic groups {sorted(critics)}"
             )
-        check_settings(clip_epsilon, settings)
+        check_settings(settings)
         self.groups: list[str] = list(actors)
         self.actor_networks = nn.ModuleDict(actors)
         self.critic_networks = nn.ModuleDict({group: critics[group] for group in self.groups})
@@ -169,7 +167,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         for name in self.aux_losses:
             if not name.isidentifier():
                 raise UserError(f"aux loss name {name!r} must be a valid identifier (loss_{name})")
-        self.clip_epsilon = float(clip_epsilon)
+        self.clip_epsilon = float(settings["clip_epsilon"])
         self.clip_value: float | None = settings["clip_value"] or None
         self.entropy_bonus = entropy_bonus
         self.samples_mc_entropy = samples_mc_entropy

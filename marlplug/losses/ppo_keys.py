@@ -16,15 +16,16 @@ from tensordict import NestedKey
 from tensordict.nn import composite_lp_aggregate
 
 from marlplug.errors import UserError
+from marlplug.losses.ppo_options import PPOLossOptions
 
-CriticLossType = Literal["l2", "l1", "smooth_l1"]
 #: ``mean``/``sum``/``none`` as in TorchRL (over every row and agent); ``agent_sum``: mean over rows,
 #: summed over agents (``L_total = Σ_i L_ppo[i]``, marlplug's trainer).
 Reduction = Literal["mean", "sum", "none", "agent_sum"]
 REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none", "agent_sum")
 
-#: TorchRL ClipPPOLoss's defaults (torchrl 0.14) for the settings where marlplug's differ.
+#: TorchRL ClipPPOLoss's defaults (torchrl 0.14) for the settings where marlplug's may differ.
 TORCHRL_DEFAULTS: dict[str, Any] = {
+    "clip_epsilon": 0.2,
     "clip_value": None,
     "entropy_coeff": 0.01,
     "critic_coeff": 1.0,
@@ -35,17 +36,10 @@ TORCHRL_DEFAULTS: dict[str, Any] = {
 }
 
 #: marlplug's (the Rust reference's) settings, chosen with ``JointPPOLoss(..., defaults="marlplug")``:
-#: value clipping, l2 value loss with weight 0.5, advantages standardized per agent, and the PPO
-#: terms summed over agents.
-MARLPLUG_DEFAULTS: dict[str, Any] = {
-    "clip_value": 0.2,
-    "entropy_coeff": 0.01,
-    "critic_coeff": 0.5,
-    "loss_critic_type": "l2",
-    "normalize_advantage": True,
-    "normalize_advantage_exclude_dims": (-2,),
-    "reduction": "agent_sum",
-}
+#: the defaults of :class:`~marlplug.losses.ppo_options.PPOLossOptions` under TorchRL's names (value
+#: clipping, l2 value loss with weight 0.5, advantages standardized per agent, the PPO terms summed
+#: over agents).
+MARLPLUG_DEFAULTS: dict[str, Any] = PPOLossOptions().loss_arguments()
 
 DEFAULT_SETS = {"torchrl": TORCHRL_DEFAULTS, "marlplug": MARLPLUG_DEFAULTS}
 
@@ -95,8 +89,9 @@ def check_extra_arguments(kwargs: dict[str, Any]) -> None:
         raise TypeError(f"JointPPOLoss got unexpected keyword arguments {sorted(kwargs)}")
 
 
-def check_settings(clip_epsilon: float, settings: Mapping[str, Any]) -> None:
+def check_settings(settings: Mapping[str, Any]) -> None:
     """One-line errors for settings out of range."""
+    clip_epsilon = settings["clip_epsilon"]
     if isinstance(settings["entropy_coeff"], Mapping):
         raise UserError("JointPPOLoss: entropy_coeff must be a number (per-head maps: no)")
     if not 0.0 < clip_epsilon < 1.0:

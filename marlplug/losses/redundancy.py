@@ -15,9 +15,9 @@ import torch
 from pydantic import Field
 from torch.autograd.function import once_differentiable
 
-from marlplug.config import Options as ConfigOptions
 from marlplug.errors import UserError
 from marlplug.losses.aux import AuxLoss
+from marlplug.options import Options as ConfigOptions
 
 PairReduction = Literal["sum", "mean"]
 

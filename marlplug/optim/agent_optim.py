@@ -22,7 +22,7 @@ from torch import nn
 from torch.optim.adam import adam as functional_adam
 
 from marlplug.errors import UserError
-from marlplug.losses.agent_layout import split_parameters
+from marlplug.optim.agent_layout import split_parameters
 
 
 @dataclass
@@ -56,7 +56,7 @@ def group_parameters(
 ) -> list[AgentGroupParameters]:
     """Collect each group's per-agent and shared parameters from its modules (actor, critic, ...).
 
-    See :func:`marlplug.losses.agent_layout.split_parameters` for how they are told apart.
+    See :func:`marlplug.optim.agent_layout.split_parameters` for how they are told apart.
     """
     groups = []
     for group, modules in modules_by_group.items():

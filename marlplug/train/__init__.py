@@ -9,9 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from marlplug.config.train import JointTrainerConfig, TrainSection
+from marlplug.config.train import TrainSection
 
 _LAZY = {
+    "JointTrainerConfig": "marlplug.losses.ppo_options",
     "JointStats": "marlplug.runs.stats",
     "JointEnv": "marlplug.train.surfaces",
     "JointPolicy": "marlplug.train.surfaces",
@@ -20,7 +21,7 @@ _LAZY = {
     "JointMultiAgentTrainer": "marlplug.train.trainer",
 }
 
-__all__ = ["JointTrainerConfig", "TrainSection", *_LAZY]
+__all__ = ["TrainSection", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

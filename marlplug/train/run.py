@@ -15,8 +15,8 @@ from torch import nn
 
 from marlplug.algorithms.ppo import PPO
 from marlplug.config import MarlplugConfig, load_config, resolved_dict
-from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError, UserError
+from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import (
     AGENTS_KEY,

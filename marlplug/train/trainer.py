@@ -17,8 +17,8 @@ from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
-from marlplug.config.train import JointTrainerConfig
 from marlplug.losses.clip_ppo import ClipPPO
+from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.runs.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
 from marlplug.runs.stats import PER_AGENT_STATS, JointStats
 from marlplug.seeding import derive_seed
@@ -101,7 +101,7 @@ class JointMultiAgentTrainer:
             vf_coef=self.config.vf_coef,
             ent_coef=self.config.ent_coef,
             normalize_advantages=self.config.normalize_advantages,
-            loss_critic_type=loss_critic_type,  # type: ignore[arg-type]
+            loss_critic_type=loss_critic_type,
         )
         self.loss = clip_ppo.build(self.model.actors, self.model.critics, aux_losses=aux_losses)
         self.loss.make_value_estimator(gamma=self.config.gamma, lmbda=self.config.gae_lambda)

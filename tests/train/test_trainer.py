@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 import torch
 
 from marlplug.config import load_config
-from marlplug.config.train import JointTrainerConfig
 from marlplug.envs import make_env
 from marlplug.errors import UserError
+from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.train.run import build_trainer, run_training
 from marlplug.train.trainer import JointMultiAgentTrainer, episode_returns
@@ -29,7 +28,7 @@ SMALL = [
 
 
 def test_defaults_are_the_rust_reference_field_for_field() -> None:
-    defaults = {f.name: f.default for f in dataclasses.fields(JointTrainerConfig)}
+    defaults = {name: f.default for name, f in JointTrainerConfig.model_fields.items()}
     assert (
         defaults
         | {

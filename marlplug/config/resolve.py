@@ -1,0 +1,107 @@
+"""Loading a config: read, override, validate every section and component, check across sections.
+
+:func:`load_config` is the one way in; :func:`resolved_dict` is what ``marlplug config show`` prints
+and what a run saves next to its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from marlplug.config.checks import check_config
+from marlplug.config.loading import check_size, read_config_file
+from marlplug.config.messages import format_loc, validation_message
+from marlplug.config.overrides import apply_override
+from marlplug.config.schema import ComponentSpec, MarlplugConfig
+from marlplug.errors import ConfigError
+from marlplug.options import Options
+from marlplug.plugins import get_plugin_manager
+
+
+def validate_options(
+    model: type[BaseModel], values: Mapping[str, Any], prefix: Sequence[str | int] = ()
+) -> BaseModel:
+    """Validate ``values`` against ``model``; raise :class:`ConfigError` naming the full path."""
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, model, prefix)) from None
+
+
+def validate_components(config: MarlplugConfig) -> MarlplugConfig:
+    """Look every named component up in the registries and validate its options."""
+    registries = get_plugin_manager().registries
+    registries["env"].get_env(config.env.name, config.env.backend)  # unknown names raise here
+    specs: list[tuple[str, ComponentSpec, str, list[str | int]]] = [
+        ("env", config.env, config.env.registry_key, ["env"]),
+        ("algorithm", config.algorithm, config.algorithm.name, ["algorithm"]),
+    ]
+    specs += [("loss", spec, spec.name, ["losses", i]) for i, spec in enumerate(config.losses)]
+    if config.coding is not None:
+        specs.append(
+            ("code", config.coding.scheme, config.coding.scheme.name, ["coding", "scheme"])
+        )
+    for kind, spec, key, loc in specs:
+        component = registries[kind].get_component(key, field=format_loc([*loc, "name"]))
+        options_model: type[BaseModel] = getattr(component, "Options", Options)
+        spec._options = validate_options(options_model, spec.raw_options, loc)
+    return config
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    data: Mapping[str, Any] | None = None,
+) -> MarlplugConfig:
+    """Read, override, validate and resolve a config.
+
+    Args:
+        path: a YAML or TOML file; ``None`` starts from the defaults (or ``data``).
+        overrides: ``"key.path=value"`` strings, applied in order (``--set`` on the command line).
+        data: a dict to use instead of a file.
+
+    Example:
+        >>> cfg = load_config(overrides=["train.updates=2", "seed=3"])
+        >>> cfg.seed, cfg.env.name
+        (3, 'cooperative_navigation')
+    """
+    raw: dict[str, Any] = dict(data or {}) if path is None else read_config_file(path)
+    for assignment in overrides:
+        apply_override(raw, assignment)
+    if overrides or path is None:
+        check_size(raw, source="--set" if overrides else "config")
+    config = validate_options(MarlplugConfig, raw)
+    assert isinstance(config, MarlplugConfig)
+    validate_components(config)
+    check_config(config)
+    return config
+
+
+def resolved_dict(config: MarlplugConfig) -> dict[str, Any]:
+    """The config as plain data, every component's options filled in with their defaults."""
+
+    def component(spec: ComponentSpec, **fixed: Any) -> dict[str, Any]:
+        return {"name": spec.name, **fixed, **spec.options.model_dump(mode="json")}
+
+    # Settings the algorithm ignores are left out, so that what is shown (and saved with a run) is
+    # what the run uses, and reloading it gives no "does nothing" warning.
+    algorithm_options = config.algorithm.options
+    ignored: frozenset[str] = getattr(algorithm_options, "ignored_train_fields", frozenset())
+    exclude: Any = {"env": True, "algorithm": True, "losses": True, "coding": True}
+    exclude["train"] = set(ignored)
+    data = config.model_dump(mode="json", exclude=exclude)
+    out: dict[str, Any] = {"seed": data.pop("seed")}
+    out["env"] = component(config.env, backend=config.env.backend)
+    out["algorithm"] = component(config.algorithm)
+    if getattr(algorithm_options, "uses_losses", True):
+        out["losses"] = [component(spec) for spec in config.losses]
+    out.update(data)
+    if config.coding is not None:
+        coding = config.coding.model_dump(mode="json", exclude={"scheme"})
+        out["coding"] = {"scheme": component(config.coding.scheme), **coding}
+    return out

@@ -1,0 +1,166 @@
+"""The config file's schema: its sections, component specs and the bounds of their fields.
+
+Each component's own options are validated by the ``Options`` model its plugin declares (see
+:func:`marlplug.config.validate_components`); this module holds what is the same for every run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from marlplug.config.train import TrainSection
+from marlplug.options import Options
+from marlplug.seeding import MAX_SEED
+
+
+def one_word_name(name: str) -> str:
+    """``name`` if it can be a component or backend name; names are quoted in messages and looked up
+    in registries, so refuse what can be neither (empty, spaces, control characters, huge).
+
+    >>> one_word_name("clip_ppo")
+    'clip_ppo'
+    """
+    if not name or len(name) > 200 or any(c.isspace() or not c.isprintable() for c in name):
+        raise PydanticCustomError("component_name", "expected a name such as 'clip_ppo' (one word)")
+    return name
+
+
+class ComponentSpec(BaseModel):
+    """``{name: <component>, ...options}``; the options are checked by :func:`validate_components`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    _options: BaseModel | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alone(cls, data: Any) -> Any:
+        # `scheme: mds` is shorthand for `scheme: {name: mds}`.
+        return {"name": data} if isinstance(data, str) else data
+
+    @field_validator("name")
+    @classmethod
+    def _one_word(cls, name: str) -> str:
+        return one_word_name(name)
+
+    @property
+    def raw_options(self) -> dict[str, Any]:
+        """The fields given next to ``name``, before the component validated them."""
+        return dict(self.model_extra or {})
+
+    @property
+    def options(self) -> BaseModel:
+        """The component's validated ``Options`` instance."""
+        if self._options is None:
+            raise RuntimeError(f"options of '{self.name}' were not validated; use load_config()")
+        return self._options
+
+
+class EnvSpec(ComponentSpec):
+    """``env: {name: <scenario>, backend: mpe, ...options}``."""
+
+    name: str = "cooperative_navigation"
+    backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
+
+    @field_validator("backend")
+    @classmethod
+    def _one_word_backend(cls, backend: str) -> str:
+        return one_word_name(backend)
+
+    @property
+    def registry_key(self) -> str:
+        return f"{self.backend}/{self.name}"
+
+
+class AlgorithmSpec(ComponentSpec):
+    """``algorithm: {name: ppo, ...options}``: the per-agent update rule."""
+
+    name: str = "ppo"
+
+
+#: Upper bound of every wait and delay in a config (seconds): one day. Longer is a typo, and an
+#: unbounded wait would hang a run whose learners never answer.
+MAX_WAIT_S = 24 * 3600.0
+#: Upper bound of ``coding.learners`` (and of stragglers per round).
+MAX_LEARNERS = 1024
+
+
+class StragglerSection(Options):
+    """Which learners answer late, per round."""
+
+    model: Literal["fixed", "random"] = Field(
+        "fixed",
+        description="'fixed': `count` random learners each round; 'random': each "
+        "learner independently with `probability`.",
+    )
+    count: int = Field(
+        0, ge=0, le=MAX_LEARNERS, description="Stragglers per round (model 'fixed')."
+    )
+    probability: float = Field(0.0, ge=0.0, le=1.0, description="Per learner (model 'random').")
+    delay_s: float = Field(
+        0.0, ge=0.0, le=MAX_WAIT_S, description="How long a straggler delays its answer (seconds)."
+    )
+
+
+class CodingSection(Options):
+    """``coding:``: run training on N coded learners instead of in one process."""
+
+    scheme: ComponentSpec = Field(description="Coding scheme: a name or {name: ..., options}.")
+    learners: int = Field(
+        ge=1, le=MAX_LEARNERS, description="Number of learners N (N >= number of agents M)."
+    )
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="Existing Ray cluster; None starts one.")
+    clock: Literal["wall", "simulated"] = "wall"
+    round_timeout_s: float = Field(
+        60.0, gt=0, le=MAX_WAIT_S, description="Re-dispatch after this long (seconds)."
+    )
+    stragglers: StragglerSection = Field(default_factory=StragglerSection)
+
+
+class LoggingSection(Options):
+    """Where metrics, checkpoints and plots go."""
+
+    dir: Path = Field(Path("runs"), description="Parent folder for run folders.")
+    run_name: str | None = Field(None, description="Run folder name; default: a timestamp.")
+    backend: Literal["csv", "tensorboard"] = "csv"
+    progress: bool = Field(True, description="Show a progress bar.")
+
+
+def _default_losses() -> list[ComponentSpec]:
+    return [ComponentSpec(name="clip_ppo")]
+
+
+class MarlplugConfig(Options):
+    """A whole run. Every section has defaults, so an empty file trains the default setup."""
+
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        strict=True,  # `seed: true` is not seed 1
+        description="Seed for everything; the same seed gives the same run.",
+    )
+    env: EnvSpec = Field(
+        default_factory=EnvSpec,
+        description="`{name, backend, ...options}`; default cooperative_navigation on mpe.",
+    )
+    algorithm: AlgorithmSpec = Field(
+        default_factory=AlgorithmSpec, description="`{name, ...options}`; default ppo."
+    )
+    losses: list[ComponentSpec] = Field(
+        default_factory=_default_losses,
+        description="Main loss then auxiliary losses, each `{name, ...options}`; default [clip_ppo].",
+    )
+    train: TrainSection = Field(default_factory=TrainSection, description="See `train` below.")
+    coding: CodingSection | None = Field(
+        None, description="Coded distributed training; absent: train in one process."
+    )
+    logging: LoggingSection = Field(
+        default_factory=LoggingSection, description="See `logging` below."
+    )
