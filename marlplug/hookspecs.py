@@ -61,7 +61,7 @@ def marlplug_codes() -> Mapping[str, Any]:
 
 @hookspec
 def marlplug_losses() -> Mapping[str, Any]:
-    """Return loss classes keyed by name (``"clip_ppo"``, ``"redundancy"``, ...).
+    """Return auxiliary loss classes keyed by name (``"redundancy"``, ...).
 
     Called once when the registries are built. An auxiliary loss is an ``nn.Module`` with an
     ``Options`` pydantic model, called with ``features: list[Tensor]`` (one ``[B, d_i]`` tensor per
@@ -74,7 +74,12 @@ def marlplug_losses() -> Mapping[str, Any]:
 def marlplug_algorithms() -> Mapping[str, Any]:
     """Return learner algorithms keyed by name (``"ppo"``, ``"maddpg"``, ...).
 
-    Called once when the registries are built. A learner algorithm has an ``Options`` pydantic model
-    and provides the per-agent update ``U_i(theta_all, state_i, batch, seed)`` used both by the joint
-    trainer and by coded learners. A config selects one with ``algorithm: {name: <name>}``.
+    Called once when the registries are built. A learner algorithm implements
+    :class:`marlplug.algorithms.protocol.LearnerAlgorithm`: an ``Options`` pydantic model (it is
+    built as ``cls(**options.model_dump())``), ``bind(env, config)`` returning a
+    :class:`~marlplug.algorithms.protocol.LearnerProgram` and ``rollouts(env, program, config)``
+    returning a :class:`~marlplug.algorithms.protocol.RolloutSource`. The program's one batched,
+    pure update ``update(theta_all, opt_state, batch, agents, seed) -> AgentUpdate`` runs with every
+    agent in the joint trainer and with a learner's agents on coded learners. A config selects one
+    with ``algorithm: {name: <name>}``; see docs/plugins.md ("A learner algorithm").
     """

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from marlplug.config import apply_override, format_loc, load_config, resolved_dict
 from marlplug.config.checks import ConfigWarning, format_bytes
 from marlplug.errors import ConfigError
-from marlplug.losses.ppo_options import JointTrainerConfig
+from marlplug.losses.ppo_options import JointTrainerConfig, PPOLossOptions
 from marlplug.seeding import MAX_SEED, agent_seed, derive_seed
 from marlplug.train.run import build_trainer
 from tests.train.helpers import SMALL_RUN
@@ -22,8 +22,8 @@ from tests.train.helpers import SMALL_RUN
 YAML = """
 seed: 7
 env: {name: cooperative_navigation, backend: mpe}
+algorithm: {name: ppo, clip_range: 0.1}
 losses:
-  - name: clip_ppo
   - name: cka
     coef: 0.05
 train: {updates: 3}
@@ -34,8 +34,9 @@ seed = 7
 [env]
 name = "cooperative_navigation"
 backend = "mpe"
-[[losses]]
-name = "clip_ppo"
+[algorithm]
+name = "ppo"
+clip_range = 0.1
 [[losses]]
 name = "cka"
 coef = 0.05
@@ -50,13 +51,14 @@ def test_yaml_and_toml_give_the_same_config(tmp_path: Path) -> None:
     from_yaml = resolved_dict(load_config(tmp_path / "a.yaml"))
     from_toml = resolved_dict(load_config(tmp_path / "a.toml"))
     assert from_yaml == from_toml
-    assert from_yaml["losses"][1] == {"name": "cka", "coef": 0.05, "eps": 1e-8}
+    assert from_yaml["losses"] == [{"name": "cka", "coef": 0.05, "eps": 1e-8}]
+    assert from_yaml["algorithm"]["clip_range"] == 0.1
 
 
 def test_plugin_options_are_validated_objects(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(YAML)
-    config = load_config(tmp_path / "a.yaml", ["losses[1].coef=0.5"])
-    options = config.losses[1].options
+    config = load_config(tmp_path / "a.yaml", ["losses[0].coef=0.5"])
+    options = config.losses[0].options
     assert type(options).__name__ == "CKAOptions"
     assert options.coef == 0.5  # type: ignore[attr-defined]
 
@@ -65,26 +67,26 @@ def test_overrides_parse_values_as_yaml() -> None:
     data: dict[str, object] = {}
     apply_override(data, "train.updates=5")
     apply_override(data, "logging.progress=false")
-    apply_override(data, "losses=[clip_ppo, {name: cka, coef: 0.2}]")
+    apply_override(data, "losses=[redundancy, {name: cka, coef: 0.2}]")
     assert data == {
         "train": {"updates": 5},
         "logging": {"progress": False},
-        "losses": ["clip_ppo", {"name": "cka", "coef": 0.2}],
+        "losses": ["redundancy", {"name": "cka", "coef": 0.2}],
     }
 
 
 def test_name_alone_is_shorthand_for_a_component() -> None:
     config = load_config(
-        data={"losses": ["clip_ppo", "cka"], "coding": {"scheme": "mds", "learners": 5}}
+        data={"losses": ["redundancy", "cka"], "coding": {"scheme": "mds", "learners": 5}}
     )
-    assert [spec.name for spec in config.losses] == ["clip_ppo", "cka"]
+    assert [spec.name for spec in config.losses] == ["redundancy", "cka"]
     assert config.coding is not None and config.coding.scheme.name == "mds"
 
 
 def test_empty_config_is_the_defaults() -> None:
     config = load_config(data={})
     assert config.env.registry_key == "mpe/cooperative_navigation"
-    assert [spec.name for spec in config.losses] == ["clip_ppo"]
+    assert config.losses == []  # PPO's own loss terms are algorithm options
 
 
 @pytest.mark.parametrize(
@@ -221,8 +223,9 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
         assert resolved_dict(load_config(data=resolved)) == resolved
 
 
-def test_maddpg_accepts_the_default_loss_list_and_an_empty_one() -> None:
-    spelled_out = resolved_dict(load_config(data={}))["losses"]
+def test_maddpg_accepts_the_old_default_loss_list_and_an_empty_one() -> None:
+    # Run folders saved before the PPO terms became algorithm options hold this list.
+    spelled_out = [{"name": "clip_ppo", **PPOLossOptions().model_dump(mode="json")}]
     for losses in (["clip_ppo"], [], spelled_out):
         load_config(data={"algorithm": {"name": "maddpg"}, "losses": losses})
     with pytest.raises(ConfigError, match="losses: algorithm 'maddpg' trains with its own"):

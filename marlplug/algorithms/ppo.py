@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from pydantic import Field
@@ -18,9 +18,9 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs import EnvBase
 
 from marlplug.config import MAX_WIDTH
-from marlplug.config import Options as ConfigOptions
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
+from marlplug.losses.ppo_options import PPOLossOptions
 from marlplug.nn.actor_critic import JointActorCritic
 from marlplug.optim.agent_optim import (
     AgentAdam,
@@ -108,8 +108,8 @@ class PPO:
         32
     """
 
-    class Options(ConfigOptions):
-        """``algorithm: {name: ppo, ...}``."""
+    class Options(PPOLossOptions):
+        """``algorithm: {name: ppo, ...}``: the networks, Adam's epsilon and the PPO loss terms."""
 
         hidden_size: int = Field(
             64, ge=1, le=MAX_WIDTH, description="Hidden width of encoders and critics."
@@ -147,7 +147,10 @@ class PPO:
         feature_dim: int = 64,
         centralized_critic: bool = True,
         adam_eps: float = 1e-8,
+        **loss_settings: Any,
     ) -> None:
+        #: The PPO loss terms (``clip_range``, ``vf_coef``, ...): a :class:`PPOLossOptions`.
+        self.loss_options = PPOLossOptions(**loss_settings)
         self.hidden_size = hidden_size
         self.feature_dim = feature_dim
         self.centralized_critic = centralized_critic

@@ -10,7 +10,8 @@ from marlplug.hookspecs import hookimpl
 
 @hookimpl
 def marlplug_losses() -> Mapping[str, Any]:
-    """``clip_ppo``: the PPO terms' settings; ``redundancy``: the cross-agent redundancy penalty."""
+    """``redundancy``: the cross-agent redundancy penalty; ``clip_ppo``: deprecated, the PPO terms'
+    settings, now ``algorithm`` options (the config loader moves them)."""
     return {
         "clip_ppo": "marlplug.losses.clip_ppo:ClipPPO",
         "redundancy": "marlplug.losses.redundancy:RedundancyLoss",

@@ -2,7 +2,8 @@
 
 Each field is checked by its schema; what a schema cannot see is checked here, before any work
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
-fields: a warning), the same loss twice, straggler settings that delay nobody, and a memory
+fields: a warning), the same loss twice (:func:`check_unique_losses`, run before moved entries
+leave the list), straggler settings that delay nobody, and a memory
 estimate that refuses runs which cannot fit in this machine's memory.
 """
 
@@ -42,18 +43,27 @@ def check_config(config: MarlplugConfig) -> None:
 
     Example:
         >>> from marlplug.config import load_config
-        >>> load_config(data={"losses": ["clip_ppo", "redundancy", "redundancy"]})
+        >>> load_config(data={"algorithm": "maddpg", "losses": ["redundancy"]})
         Traceback (most recent call last):
         ...
-        marlplug.errors.ConfigError: losses[2].name: 'redundancy' is already losses[1]; ...
+        marlplug.errors.ConfigError: losses: algorithm 'maddpg' trains with its own losses ...
     """
-    _check_losses(config)
+    _check_losses_are_used(config)
     _check_ignored_train_fields(config)
     _check_stragglers(config)
     _check_memory(config)
 
 
-def _check_losses(config: MarlplugConfig) -> None:
+def check_unique_losses(config: MarlplugConfig) -> None:
+    """Refuse a loss listed twice (weight it with its options instead).
+
+    Example:
+        >>> from marlplug.config import load_config
+        >>> load_config(data={"losses": ["redundancy", "redundancy"]})
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.ConfigError: losses[1].name: 'redundancy' is already losses[0]; ...
+    """
     first_index: dict[str, int] = {}
     for index, spec in enumerate(config.losses):
         if spec.name in first_index:
@@ -62,18 +72,11 @@ def _check_losses(config: MarlplugConfig) -> None:
                 "list each loss once (set its coef to weight it)"
             )
         first_index[spec.name] = index
-    options = config.algorithm.options
-    if getattr(options, "uses_losses", True) or "losses" not in config.model_fields_set:
-        return
+
+
+def _check_losses_are_used(config: MarlplugConfig) -> None:
     names = [spec.name for spec in config.losses]
-    default_losses = config.model_fields["losses"].get_default(call_default_factory=True)
-    # The default list, also as a resolved config spells it out (runs saved before MADDPG configs
-    # left `losses` out hold it with every option filled in), is not a choice the user made.
-    given_only_the_default = len(config.losses) == len(default_losses) and all(
-        spec.name == default.name and spec.options == type(spec.options)()
-        for spec, default in zip(config.losses, default_losses, strict=True)
-    )
-    if names and not given_only_the_default:
+    if names and not getattr(config.algorithm.options, "uses_losses", True):
         raise ConfigError(
             f"losses: algorithm '{config.algorithm.name}' trains with its own losses and ignores "
             f"this list ({', '.join(names)}); remove the losses section (or --set losses=[])"

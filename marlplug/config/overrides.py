@@ -37,9 +37,9 @@ def _parse_path(path: str) -> list[str | int]:
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one ``key.path=value`` (value parsed as YAML) to ``data`` in place.
 
-    >>> cfg = {"losses": [{"name": "clip_ppo"}]}
-    >>> apply_override(cfg, "losses[0].clip_range=0.1")
-    >>> cfg["losses"][0]["clip_range"]
+    >>> cfg = {"losses": [{"name": "redundancy"}]}
+    >>> apply_override(cfg, "losses[0].coef=0.1")
+    >>> cfg["losses"][0]["coef"]
     0.1
     """
     key, sep, raw_value = assignment.partition("=")

@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from marlplug.config.checks import check_config
+from marlplug.config.checks import check_config, check_unique_losses
 from marlplug.config.loading import check_size, read_config_file
 from marlplug.config.messages import format_loc, validation_message
+from marlplug.config.moved import move_settings_to_algorithm
 from marlplug.config.overrides import apply_override
 from marlplug.config.schema import ComponentSpec, MarlplugConfig
 from marlplug.errors import ConfigError
@@ -78,6 +79,8 @@ def load_config(
     config = validate_options(MarlplugConfig, raw)
     assert isinstance(config, MarlplugConfig)
     validate_components(config)
+    check_unique_losses(config)
+    move_settings_to_algorithm(config, get_plugin_manager().registry("loss"))
     check_config(config)
     return config
 

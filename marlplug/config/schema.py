@@ -21,11 +21,13 @@ def one_word_name(name: str) -> str:
     """``name`` if it can be a component or backend name; names are quoted in messages and looked up
     in registries, so refuse what can be neither (empty, spaces, control characters, huge).
 
-    >>> one_word_name("clip_ppo")
-    'clip_ppo'
+    >>> one_word_name("redundancy")
+    'redundancy'
     """
     if not name or len(name) > 200 or any(c.isspace() or not c.isprintable() for c in name):
-        raise PydanticCustomError("component_name", "expected a name such as 'clip_ppo' (one word)")
+        raise PydanticCustomError(
+            "component_name", "expected a name such as 'redundancy' (one word)"
+        )
     return name
 
 
@@ -132,10 +134,6 @@ class LoggingSection(Options):
     progress: bool = Field(True, description="Show a progress bar.")
 
 
-def _default_losses() -> list[ComponentSpec]:
-    return [ComponentSpec(name="clip_ppo")]
-
-
 class MarlplugConfig(Options):
     """A whole run. Every section has defaults, so an empty file trains the default setup."""
 
@@ -154,8 +152,9 @@ class MarlplugConfig(Options):
         default_factory=AlgorithmSpec, description="`{name, ...options}`; default ppo."
     )
     losses: list[ComponentSpec] = Field(
-        default_factory=_default_losses,
-        description="Main loss then auxiliary losses, each `{name, ...options}`; default [clip_ppo].",
+        default_factory=list,
+        description="Auxiliary losses, each `{name, ...options}`, added to the algorithm's own "
+        "(PPO's loss terms are `algorithm` options); default none.",
     )
     train: TrainSection = Field(default_factory=TrainSection, description="See `train` below.")
     coding: CodingSection | None = Field(

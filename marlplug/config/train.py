@@ -54,8 +54,7 @@ class TrainerSettings(Options):
 
 class TrainSection(TrainerSettings):
     """``train:`` in a config file: the trainer's settings plus how long to run, how often to
-    checkpoint and how many threads torch uses. The PPO loss options live on the ``clip_ppo``
-    loss entry."""
+    checkpoint and how many threads torch uses. The PPO loss terms are ``algorithm:`` options."""
 
     updates: int = Field(50, ge=1, le=10**9, description="Number of updates (one rollout each).")
     checkpoint_every: int = Field(

@@ -1,8 +1,9 @@
-"""The ``clip_ppo`` config entry: the PPO terms' settings, under the Rust reference's names.
+"""The clipped-PPO terms of :class:`JointPPOLoss`, built from their settings.
 
-``losses: [{name: clip_ppo, clip_range: 0.2, ...}]`` configures the per-agent clipped-PPO part of
-:class:`JointPPOLoss`; its options are :class:`~marlplug.losses.ppo_options.PPOLossOptions` (declared
-there once) and :meth:`ClipPPO.build` maps them onto TorchRL's names.
+:class:`ClipPPO` turns :class:`~marlplug.losses.ppo_options.PPOLossOptions` (declared there once;
+``algorithm: {name: ppo, clip_range: 0.2, ...}`` in a config) into a :class:`JointPPOLoss`.
+It is also the deprecated ``clip_ppo`` entry of ``losses:``, whose settings the config loader moves
+to the algorithm (:mod:`marlplug.config.moved`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from marlplug.losses.ppo_options import PPOLossOptions
 
 
 class ClipPPO:
-    """The clipped-PPO terms of every agent: builds a JointPPOLoss from its PPOLossOptions.
+    """Deprecated in `losses:`: the PPO loss terms are `algorithm` options (`algorithm: {name: ppo, clip_range: 0.1}`).
+
+    Builds the clipped-PPO terms of every agent, a :class:`JointPPOLoss`, from
+    :class:`PPOLossOptions`.
 
     Args:
         **settings: any :class:`PPOLossOptions` field (``clip_range``, ``clip_range_vf``,
@@ -31,6 +35,8 @@ class ClipPPO:
     """
 
     Options = PPOLossOptions
+    #: In ``losses:`` this entry only carries settings; the config loader moves them here.
+    moved_to_algorithm = "algorithm: {name: ppo, clip_range: ..., vf_coef: ...}"
 
     def __init__(self, **settings: Any) -> None:
         self.options = PPOLossOptions(**settings)

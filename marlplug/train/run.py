@@ -89,19 +89,10 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
             f"algorithm.name: the joint trainer runs 'ppo'; '{config.algorithm.name}' is not supported here"
         )
     algorithm = algorithm_cls(**config.algorithm.options.model_dump())
-    clip_ppo: dict[str, Any] | None = None
     aux_losses: dict[str, nn.Module] = {}
     for index, spec in enumerate(config.losses):
-        options = spec.options.model_dump()
-        if spec.name == "clip_ppo":
-            clip_ppo = options
-            continue
         loss_cls = get_component("loss", spec.name, field=f"losses[{index}].name")
-        aux_losses[spec.name] = loss_cls(**options)
-    if clip_ppo is None:
-        raise ConfigError(
-            "losses: the joint trainer needs a 'clip_ppo' entry; add {name: clip_ppo}"
-        )
+        aux_losses[spec.name] = loss_cls(**spec.options.model_dump())
     if config.train.torch_threads is not None:
         torch.set_num_threads(config.train.torch_threads)
     env = make_env(
@@ -111,13 +102,15 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         seed=config.seed,
         **config.env.options.model_dump(),
     )
-    trainer_config = JointTrainerConfig.from_sections(config.train, clip_ppo, seed=config.seed)
+    trainer_config = JointTrainerConfig.from_sections(
+        config.train, algorithm.loss_options, seed=config.seed
+    )
     return JointMultiAgentTrainer(
         env,
         config=trainer_config,
         algorithm=algorithm,
         aux_losses=aux_losses,
-        loss_critic_type=clip_ppo.get("loss_critic_type", "l2"),
+        loss_critic_type=trainer_config.loss_critic_type,
     )
 
 
