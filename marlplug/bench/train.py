@@ -170,15 +170,13 @@ def marlplug_train(
             data={
                 "seed": seed,
                 "env": {"name": "cooperative_navigation", "agents": settings.agents},
-                "losses": [
-                    {
-                        "name": "clip_ppo",
-                        "clip_range": settings.clip_epsilon,
-                        "clip_range_vf": settings.clip_value,
-                        "ent_coef": settings.entropy_coeff,
-                        "vf_coef": settings.critic_coeff,
-                    }
-                ],
+                "algorithm": {
+                    "name": "ppo",
+                    "clip_range": settings.clip_epsilon,
+                    "clip_range_vf": settings.clip_value,
+                    "ent_coef": settings.entropy_coeff,
+                    "vf_coef": settings.critic_coeff,
+                },
             },
             overrides=[
                 f"train.updates={settings.updates}",

@@ -56,10 +56,11 @@ def move_settings_to_algorithm(config: MarlplugConfig, registry: Registry) -> No
             kept.append(spec)
             continue
         given = spec.raw_options
-        for field in sorted(set(given) & set(algorithm.raw_options)):
+        both = sorted(set(given) & set(algorithm.raw_options))
+        if both:
             raise ConfigError(
-                f"{where}.{field}: also set as algorithm.{field}; keep only algorithm.{field} "
-                f"('{spec.name}' is deprecated)"
+                f"{where}.{both[0]}: also set as algorithm.{both[0]}; keep only "
+                f"algorithm.{both[0]} ('{spec.name}' is deprecated)"
             )
         if given:
             merged: dict[str, Any] = algorithm.options.model_dump() | {

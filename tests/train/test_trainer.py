@@ -151,9 +151,9 @@ def test_cli_user_errors(tmp_path: Path, run_cli) -> None:  # type: ignore[no-un
     result = run_cli("train", "--resume", str(tmp_path / "nothing"))
     assert result.exit_code == 2 and "not a run folder" in result.err
     result = run_cli(
-        "train", "--set", "losses=[{name: redundancy}]", "--set", f"logging.dir={tmp_path}"
+        "train", "--set", "losses=[{name: redundancyy}]", "--set", f"logging.dir={tmp_path}"
     )
-    assert result.exit_code == 2 and "clip_ppo" in result.err
+    assert result.exit_code == 2 and "losses[0].name: unknown loss 'redundancyy'" in result.err
 
 
 def test_coding_section_without_a_runner_is_a_user_error() -> None:
