@@ -13,10 +13,6 @@ from marlplug.config.train import JointTrainerConfig, TrainSection
 
 _LAZY = {
     "JointStats": "marlplug.runs.stats",
-    "JointEnv": "marlplug.train.surfaces",
-    "JointPolicy": "marlplug.train.surfaces",
-    "JointStepResult": "marlplug.train.surfaces",
-    "TorchRLJointEnv": "marlplug.train.surfaces",
     "JointMultiAgentTrainer": "marlplug.train.trainer",
 }
 
