@@ -27,6 +27,9 @@ _LAZY = {
     # environments
     "make_env": "marlplug.envs",
     "EnvScenario": "marlplug.envs",
+    "JointEnv": "marlplug.envs",
+    "JointEnvWrapper": "marlplug.envs",
+    "JointStepResult": "marlplug.envs",
     # joint PPO
     "JointPPOLoss": "marlplug.losses",
     "AuxLoss": "marlplug.losses",
@@ -35,9 +38,6 @@ _LAZY = {
     "JointMultiAgentTrainer": "marlplug.train",
     "JointTrainerConfig": "marlplug.train",
     "JointStats": "marlplug.train",
-    "JointEnv": "marlplug.train",
-    "JointStepResult": "marlplug.train",
-    "JointPolicy": "marlplug.train",
     # building models and losses from a config
     "build_trainer": "marlplug.build",
     "build_loss": "marlplug.build",

@@ -1,6 +1,20 @@
-"""Environments: the scenario contract, ``make_env``, the mpe backend and rendering helpers."""
+"""Environments as marlplug sees them: TorchRL multi-agent envs with agent groups as nested keys.
+
+- the scenario contract (:class:`EnvScenario`, :class:`ScenarioOptions`) and :func:`make_env`, which
+  builds a registered scenario (the ``mpe`` backend's are in ``mpe/``; ``vmas`` is a plugin);
+- :func:`read_layout`, the one reader of an env's agent layout (groups, agents, sizes, action kinds)
+  in the documented flat agent order, and :class:`MultiAgentEnvAdapter`, which steps an env with
+  flat ``[E, M, ...]`` tensors for off-policy learners;
+- :class:`JointEnv`, the surface for your own non-TorchRL environment, and :class:`JointEnvWrapper`,
+  which makes one a TorchRL env every trainer takes;
+- rendering (:func:`render_frame`, :func:`rollout_frames`) and scripted situations
+  (:func:`scripted_rewards`) for tests and docs.
+"""
 
 from marlplug.envs.factory import available_envs, get_scenario, make_env
+from marlplug.envs.flat import MultiAgentEnvAdapter
+from marlplug.envs.joint import JointEnv, JointEnvWrapper, JointStepResult
+from marlplug.envs.layout import AgentLayout, EnvLayout, GroupLayout, read_layout
 from marlplug.envs.options import AdversarialOptions, ScenarioOptions
 from marlplug.envs.render import render_frame, rollout_frames
 from marlplug.envs.scenario import EnvScenario
@@ -8,11 +22,19 @@ from marlplug.envs.scripted import scripted_rewards
 
 __all__ = [
     "AdversarialOptions",
+    "AgentLayout",
+    "EnvLayout",
     "EnvScenario",
+    "GroupLayout",
+    "JointEnv",
+    "JointEnvWrapper",
+    "JointStepResult",
+    "MultiAgentEnvAdapter",
     "ScenarioOptions",
     "available_envs",
     "get_scenario",
     "make_env",
+    "read_layout",
     "render_frame",
     "rollout_frames",
     "scripted_rewards",

@@ -1,11 +1,6 @@
 """Per-agent actor/critic networks with stacked per-agent weights and exposed encoder features."""
 
-from marlplug.nn.actor_critic import (
-    GroupActorCritic,
-    GroupSpec,
-    JointActorCritic,
-    group_specs_from_env,
-)
+from marlplug.nn.actor_critic import GroupActorCritic, GroupSpec, JointActorCritic
 from marlplug.nn.stacked import StackedLinear, StackedMLP
 
 __all__ = [
@@ -14,5 +9,4 @@ __all__ = [
     "JointActorCritic",
     "StackedLinear",
     "StackedMLP",
-    "group_specs_from_env",
 ]

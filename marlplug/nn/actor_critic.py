@@ -8,7 +8,6 @@ auxiliary losses can read every agent's features on the same rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
@@ -17,6 +16,7 @@ from torch.distributions import Categorical
 from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
+from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.errors import UserError
 from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
 from marlplug.nn.stacked import StackedLinear, StackedMLP
@@ -32,95 +32,9 @@ ACTION_LOG_PROB = "action_log_prob"
 STATE_VALUE = "state_value"
 
 
-@dataclass(frozen=True)
-class GroupSpec:
-    """What a group's networks need to know about its agents.
-
-    Discrete actions: ``n_actions`` choices per agent. Continuous actions (``continuous=True``):
-    ``n_actions`` is the width of each agent's action vector, bounded by ``action_low`` and
-    ``action_high`` (one entry per dimension, the same for every agent of the group).
-
-    Examples:
-        >>> spec = GroupSpec(group="agent", agent_names=("agent_0", "agent_1"), observation_dim=18, n_actions=5)
-        >>> spec.n_agents, spec.continuous
-        (2, False)
-        >>> GroupSpec(group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True,
-        ...           action_low=(-1.0, -1.0), action_high=(1.0, 1.0)).continuous
-        True
-    """
-
-    group: str
-    agent_names: tuple[str, ...]
-    observation_dim: int
-    n_actions: int
-    continuous: bool = False
-    action_low: tuple[float, ...] = ()
-    action_high: tuple[float, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.continuous and not (
-            len(self.action_low) == len(self.action_high) == self.n_actions
-        ):
-            raise UserError(
-                f"group '{self.group}': continuous actions need action_low and action_high with "
-                f"{self.n_actions} entries, got {len(self.action_low)} and {len(self.action_high)}"
-            )
-
-    @property
-    def n_agents(self) -> int:
-        return len(self.agent_names)
-
-
-def _bounds(values: torch.Tensor, group: str, what: str) -> tuple[float, ...]:
-    per_dimension = values.reshape(-1, values.shape[-1])
-    if not torch.equal(per_dimension, per_dimension[:1].expand_as(per_dimension)):
-        raise UserError(
-            f"group '{group}': action {what} bounds differ between agents; not supported"
-        )
-    return tuple(float(v) for v in per_dimension[0])
-
-
-def group_specs_from_env(env: EnvBase) -> list[GroupSpec]:
-    """Read every agent group's sizes (and action kind and bounds) from a TorchRL multi-agent env."""
-    group_map: Mapping[str, Sequence[str]] | None = getattr(env, "group_map", None)
-    if not group_map:
-        raise UserError("env has no group_map; marlplug needs a multi-agent TorchRL env")
-    specs = []
-    for group, names in group_map.items():
-        observation_spec = env.observation_spec[group, OBSERVATION]
-        action_spec = env.full_action_spec[group, ACTION]
-        space = getattr(action_spec, "space", None)
-        n_actions = getattr(space, "n", None)
-        low, high = getattr(space, "low", None), getattr(space, "high", None)
-        if n_actions is not None:
-            if action_spec.shape[-1:] != (len(names),):
-                raise UserError(
-                    f"group '{group}': one-hot discrete actions are not supported; make the env with "
-                    "categorical actions"
-                )
-            spec = GroupSpec(
-                group=group,
-                agent_names=tuple(names),
-                observation_dim=int(observation_spec.shape[-1]),
-                n_actions=int(n_actions),
-            )
-        elif isinstance(low, torch.Tensor) and isinstance(high, torch.Tensor):
-            spec = GroupSpec(
-                group=group,
-                agent_names=tuple(names),
-                observation_dim=int(observation_spec.shape[-1]),
-                n_actions=int(action_spec.shape[-1]),
-                continuous=True,
-                action_low=_bounds(low, group, "low"),
-                action_high=_bounds(high, group, "high"),
-            )
-        else:
-            raise UserError(
-                f"group '{group}': marlplug's actor needs categorical or bounded continuous actions, "
-                f"got {type(action_spec).__name__}"
-            )
-        specs.append(spec)
-    return specs
+#: What a group's networks need to know about its agents: the env layout reader's group
+#: (:class:`marlplug.envs.layout.GroupLayout`; :func:`marlplug.envs.read_layout` reads an env's).
+GroupSpec = GroupLayout
 
 
 class GroupActorCritic(nn.Module):
@@ -159,6 +73,11 @@ class GroupActorCritic(nn.Module):
         centralized_critic: bool = True,
     ) -> None:
         super().__init__()
+        if spec.one_hot:
+            raise UserError(
+                f"group '{spec.group}': one-hot discrete actions are not supported; make the env with "
+                "categorical actions"
+            )
         self.spec = spec
         group = spec.group
         self.encoder = TensorDictModule(
@@ -287,7 +206,7 @@ class JointActorCritic(nn.Module):
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
         return cls(
-            group_specs_from_env(env),
+            read_layout(env).groups,
             hidden_size=hidden_size,
             feature_dim=feature_dim,
             centralized_critic=centralized_critic,

@@ -14,10 +14,6 @@ from marlplug.config.train import TrainSection
 _LAZY = {
     "JointTrainerConfig": "marlplug.losses.ppo_options",
     "JointStats": "marlplug.runs.stats",
-    "JointEnv": "marlplug.train.surfaces",
-    "JointPolicy": "marlplug.train.surfaces",
-    "JointStepResult": "marlplug.train.surfaces",
-    "TorchRLJointEnv": "marlplug.train.surfaces",
     "JointMultiAgentTrainer": "marlplug.train.trainer",
 }
 

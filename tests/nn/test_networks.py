@@ -8,15 +8,9 @@ import torch
 from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marlplug.envs import make_env
+from marlplug.envs import make_env, read_layout
 from marlplug.errors import UserError
-from marlplug.nn import (
-    GroupSpec,
-    JointActorCritic,
-    StackedLinear,
-    StackedMLP,
-    group_specs_from_env,
-)
+from marlplug.nn import GroupSpec, JointActorCritic, StackedLinear, StackedMLP
 
 
 def test_stacked_mlp_agents_are_independent() -> None:
@@ -108,7 +102,7 @@ def test_rollout_policy_samples_the_actor_distribution_and_acts_greedily() -> No
 
 def test_continuous_actions_get_a_bounded_tanh_normal() -> None:
     env = make_env("cooperative_navigation", agents=2, seed=0, continuous_actions=True)
-    (spec,) = group_specs_from_env(env)
+    (spec,) = read_layout(env).groups
     assert spec.continuous and spec.n_actions == 5
     assert spec.action_low == (0.0,) * 5 and spec.action_high == (1.0,) * 5
     model = JointActorCritic.from_env(env, hidden_size=8, feature_dim=8)
