@@ -26,7 +26,7 @@ from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
-from marlplug.distributed.stragglers import StragglerModel
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.runs.checkpoint import (
