@@ -9,7 +9,7 @@ from marlplug.cli.main import LazyCommand, LazyGroup
 #: ``marlplug bench <name>`` -> the benchmark command, imported only when it runs.
 BENCHMARKS: dict[str, LazyCommand] = {
     "cli": LazyCommand(
-        "marlplug.cli.startup:cli",
+        "marlplug.bench.startup:cli",
         "Start-up time of marlplug commands as processes, side by side with `python -c pass`.",
     ),
     "coding": LazyCommand(
