@@ -5,7 +5,7 @@ for every agent of its row, with the round's seed, and codes each agent's new st
 and the optimizer state ``s'_i`` side by side — as float32 ordinals combined in float64
 (:mod:`marlplug.coding.exact`): the controller decodes them and rounds to the nearest integers, which
 gives every agent's state back bit for bit for any well-conditioned set of answers. The update's
-per-agent statistics are small and go back uncoded, so the controller reports them without running
+statistics (per agent, and joint scalars) are small and go back uncoded, so the controller reports them without running
 any forward pass itself.
 
 The same function runs in a local worker process, in a Ray actor and on the simulated clock, so every
@@ -33,7 +33,8 @@ class LearnerAnswer:
     Attributes:
         coded: ``[P + O]`` float64: ``Σ_i row[i] · ordinals([θ'_i | s'_i])``.
         agents: the agents of the row, in order.
-        stats: the update's per-agent statistics, ``[len(agents)]`` each (uncoded).
+        stats: the update's statistics (uncoded): ``[len(agents)]`` per-agent ones and 0-d joint
+            scalars.
         compute_s: seconds the update and the coding took.
     """
 
@@ -73,16 +74,17 @@ def split_rows(rows: torch.Tensor, theta_size: int) -> tuple[torch.Tensor, torch
     return rows[:, :theta_size], rows[:, theta_size:]
 
 
-def per_agent_stats(stats: Mapping[str, torch.Tensor], count: int) -> dict[str, torch.Tensor]:
-    """The statistics of ``stats`` with one value per agent (``[count]``), detached.
+def answer_stats(stats: Mapping[str, torch.Tensor], count: int) -> dict[str, torch.Tensor]:
+    """The statistics a learner sends back, detached: per-agent ones (``[count]``) and joint scalars
+    (0-d); anything else stays on the learner.
 
-    A joint scalar (0-d) depends on which agents shared the update call, which differs between a
-    coded learner and the joint trainer; only per-agent values can be put together from answers.
+    A joint scalar must not depend on which agents share the update call (e.g. the loss of a
+    forward pass over every agent), so that any learner's value is the round's value.
     """
     return {
-        name: value.detach().reshape(-1)
+        name: value.detach()
         for name, value in stats.items()
-        if value.dim() == 1 and value.shape[0] == count
+        if value.dim() == 0 or (value.dim() == 1 and value.shape[0] == count)
     }
 
 
@@ -121,5 +123,5 @@ def learner_compute(
     rows = state_rows(update.theta.detach(), update.opt_state.detach())
     weights = torch.as_tensor(row[agents], dtype=torch.float64)
     coded = weights @ to_ordinals(rows)
-    stats = per_agent_stats(update.stats, len(agents))
+    stats = answer_stats(update.stats, len(agents))
     return LearnerAnswer(coded, agents, stats, time.perf_counter() - start)

@@ -28,7 +28,7 @@ class LinearProgram:
         >>> theta, opt_state = program.init_state(0)
         >>> update = program.update(theta, opt_state, linear_batch(program), [2, 0], seed=1)
         >>> update.theta.shape, update.opt_state[:, -1].tolist(), sorted(update.stats)
-        (torch.Size([2, 5]), [1.0, 1.0], ['grad_norm', 'loss'])
+        (torch.Size([2, 5]), [1.0, 1.0], ['grad_norm', 'joint_loss', 'loss'])
     """
 
     def __init__(
@@ -62,6 +62,8 @@ class LinearProgram:
         with torch.no_grad():  # every agent's prediction: the cross-agent term
             everyone = torch.einsum("bmd,md->bm", x, theta_all[:, :d]) + theta_all[:, d]
             context = everyone.mean(dim=1)
+            # A joint scalar: every agent's error before the step, the same whoever asks.
+            joint_loss = ((everyone - y) ** 2).mean()
         # Agent i's subsample depends on (seed, i) only, not on who shares the call.
         rows = torch.stack(
             [
@@ -87,7 +89,7 @@ class LinearProgram:
         v = beta2 * v + (1 - beta2) * grad * grad
         m_hat, v_hat = m / (1 - beta1**step), v / (1 - beta2**step)
         theta = params.detach() - self.lr * m_hat / (v_hat.sqrt() + 1e-8)
-        stats = {"loss": loss.detach(), "grad_norm": norm[:, 0]}
+        stats = {"loss": loss.detach(), "grad_norm": norm[:, 0], "joint_loss": joint_loss}
         return AgentUpdate(theta, torch.cat([m, v, step], dim=1), stats)
 
 
