@@ -1,4 +1,5 @@
-"""Learning parity, like the paper's reward figure: coded MADDPG against centralized MADDPG, same seed.
+"""Learning parity, like the paper's reward figure: coded MADDPG against centralized MADDPG, same seed,
+both trained by ``marlplug train``'s orchestrator.
 
 ``python -m marlplug.bench.parity --iterations 60 --plot docs/images/coding_parity.png`` trains both
 on cooperative navigation (M = 8, VMAS) — the coded run with ``mds`` on N = 15 learners and k = 2
@@ -9,18 +10,15 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MADDPG
-from marlplug.distributed.controller import CodedController
-from marlplug.distributed.stragglers import StragglerModel
+from marlplug.config import load_config
 from marlplug.plotting import saved_figure
-from marlplug.plugins import get_plugin_manager
-from marlplug.train.maddpg_loop import CentralizedUpdater, MaddpgRunner, Updater
+from marlplug.train.coded_run import run_maddpg
 
 
 def return_curve(
@@ -36,29 +34,25 @@ def return_curve(
     seed: int,
     options: dict[str, Any],
 ) -> list[float]:
-    """Mean episode return per iteration (NaN where no episode ended) of one run."""
-    from marlplug.envs import make_env
-
-    env = make_env(
-        "cooperative_navigation", backend=env_backend, agents=agents, num_envs=num_envs, seed=seed
-    )
-    program = MADDPG(**options).bind(MultiAgentEnvAdapter(env).agents)
-    updater: Updater
+    """Mean episode return per iteration (NaN where no episode ended) of one ``marlplug train`` run:
+    the same config with and without its ``coding:`` section."""
+    data: dict[str, Any] = {
+        "seed": seed,
+        "env": {"name": "cooperative_navigation", "backend": env_backend, "agents": agents},
+        "algorithm": {"name": "maddpg", **options},
+        "train": {"updates": iterations, "num_envs": num_envs},
+        "logging": {"progress": False},
+    }
     if coded:
-        scheme = get_plugin_manager().registry("code")["mds"]()
-        updater = CodedController(
-            program,
-            scheme.assignment_matrix(agents, learners, seed),
-            None,
-            scheme=scheme,
-            stragglers=StragglerModel(count=stragglers, delay_s=delay_s, seed=seed),
-            clock="simulated",
-            seed=seed,
-        )
-    else:
-        updater = CentralizedUpdater(program, seed=seed)
-    runner = MaddpgRunner(env, program, updater, seed=seed)
-    return [log.episode_return for log in runner.run(iterations)]
+        data["coding"] = {
+            "scheme": "mds",
+            "learners": learners,
+            "clock": "simulated",
+            "stragglers": {"count": stragglers, "delay_s": delay_s},
+        }
+    with tempfile.TemporaryDirectory() as folder:
+        result = run_maddpg(load_config(data=data), run_dir=Path(folder) / "run")
+    return [log.episode_return for log in result.iterations]
 
 
 def plot_parity(curves: dict[str, list[float]], path: Path) -> Path:

@@ -9,15 +9,15 @@ from marlplug.cli.main import LazyCommand, LazyGroup
 #: ``marlplug bench <name>`` -> the benchmark command, imported only when it runs.
 BENCHMARKS: dict[str, LazyCommand] = {
     "cli": LazyCommand(
-        "marlplug.cli.startup:cli",
+        "marlplug.bench.startup:cli",
         "Start-up time of marlplug commands as processes, side by side with `python -c pass`.",
     ),
     "coding": LazyCommand(
-        "marlplug.bench.distributed:coding",
+        "marlplug.bench.coding:coding",
         "The paper's coded-training experiment: round time per code and number of stragglers.",
     ),
     "decode": LazyCommand(
-        "marlplug.bench.coding:decode",
+        "marlplug.bench.decode:decode",
         "Decode time (median ms) and relative error of least squares, peeling and the authors' "
         "method.",
     ),

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from marlplug.coding.analysis import AnalysisSettings, CodeReport, analyze_code, recommend
 from marlplug.coding.decoding import DEFAULT_MAX_CONDITION
-from marlplug.coding.stragglers import FixedCountStragglers, RandomStragglers, StragglerModel
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.errors import PluginError, UserError
 from marlplug.plugins import Component, get_plugin_manager
 
@@ -143,13 +143,12 @@ def analyze(
     plot_path: str | None,
 ) -> None:
     """Density, straggler tolerance, recovery probability, conditioning and round time of each code."""
-    model: StragglerModel
     if straggle_prob is not None:
         if not 0.0 <= straggle_prob <= 1.0:
             raise UserError(f"--straggle-prob: must be between 0 and 1, got {straggle_prob}")
-        model = RandomStragglers(probability=straggle_prob, delay_s=delay_s)
+        model = StragglerModel("random", probability=straggle_prob, delay_s=delay_s)
     else:
-        model = FixedCountStragglers(count=stragglers, delay_s=delay_s)
+        model = StragglerModel("fixed", count=stragglers, delay_s=delay_s)
     settings = AnalysisSettings(
         num_agents=num_agents,
         num_learners=num_learners,

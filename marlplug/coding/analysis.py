@@ -16,11 +16,7 @@ import numpy as np
 from marlplug.coding.conditioning import DEFAULT_MAX_SUBSETS, row_subsets, worst_condition
 from marlplug.coding.decoding import DEFAULT_MAX_CONDITION, make_decoder
 from marlplug.coding.scheme import CodingScheme
-from marlplug.coding.stragglers import (
-    FixedCountStragglers,
-    StragglerModel,
-    simulate_round_times,
-)
+from marlplug.coding.stragglers import StragglerModel, simulate_round_times
 from marlplug.errors import UserError
 
 
@@ -47,7 +43,7 @@ class AnalysisSettings:
     num_agents: int
     num_learners: int
     compute_s: float = 0.1
-    stragglers: StragglerModel = field(default_factory=lambda: FixedCountStragglers(1, 1.0))
+    stragglers: StragglerModel = field(default_factory=lambda: StragglerModel(count=1, delay_s=1.0))
     max_condition: float = DEFAULT_MAX_CONDITION
     rounds: int = 2000
     max_subsets: int = DEFAULT_MAX_SUBSETS
@@ -65,7 +61,7 @@ class AnalysisSettings:
             raise UserError(f"compute-s: must be >= 0, got {self.compute_s}")
         if self.straggler_delay_s < 0:
             raise UserError(f"delay-s: must be >= 0, got {self.straggler_delay_s}")
-        count = getattr(self.stragglers, "count", 0)
+        count = self.stragglers.count if self.stragglers.model == "fixed" else 0
         if not 0 <= count <= self.num_learners:
             raise UserError(f"stragglers: must be between 0 and N={self.num_learners}, got {count}")
         if self.rounds < 1 or self.samples < 1:
@@ -75,7 +71,7 @@ class AnalysisSettings:
 
     @property
     def straggler_delay_s(self) -> float:
-        return float(getattr(self.stragglers, "delay_s", 0.0))
+        return float(self.stragglers.delay_s)
 
 
 @dataclass
@@ -219,7 +215,7 @@ def analyze_code(name: str, scheme: CodingScheme, settings: AnalysisSettings) ->
     # The per-k curve is for plots and tables: a quarter of the rounds is plenty.
     curve_rounds = max(100, settings.rounds // 4)
     by_stragglers = {
-        k: mean_round_s(FixedCountStragglers(k, settings.straggler_delay_s), curve_rounds)
+        k: mean_round_s(StragglerModel(count=k, delay_s=settings.straggler_delay_s), curve_rounds)
         for k in ks
     }
     return CodeReport(

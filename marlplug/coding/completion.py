@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marlplug.coding.decoding import least_squares_weights
-
-
-def _condition(rows: np.ndarray) -> float:
-    if rows.shape[0] < rows.shape[1]:
-        return float("inf")
-    return least_squares_weights(rows, list(range(rows.shape[0])))[1]
+from marlplug.coding.decoding import rows_condition
 
 
 def completing_agents(
@@ -60,7 +54,8 @@ def completing_agents(
     ]
 
     def condition(agents: list[int]) -> float:
-        return _condition(np.vstack([rows, identity[agents]]))
+        stacked = np.vstack([rows, identity[agents]])
+        return rows_condition(stacked, list(range(len(stacked))))
 
     while condition(chosen) > max_condition and len(chosen) < num_agents:
         candidates = [agent for agent in range(num_agents) if agent not in chosen]

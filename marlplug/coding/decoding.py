@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 import torch
 
+from marlplug.coding.conditioning import matrix_condition
+
 #: A received subset more ill-conditioned than this counts as not decodable. Errors in the results
 #: grow by up to this factor: float64 keeps ~1e-10 relative accuracy, float32 ~0.06 in the worst case.
 DEFAULT_MAX_CONDITION = 1e6
@@ -29,17 +31,29 @@ def is_binary(matrix: np.ndarray) -> bool:
     return bool(np.isin(matrix, (0.0, 1.0)).all())
 
 
-def least_squares_weights(matrix: np.ndarray, rows: list[int]) -> tuple[np.ndarray, float]:
-    """The ``[M, R]`` float64 map from the received rows' results to θ, and the subset's condition.
+def least_squares_weights(matrix: np.ndarray, rows: list[int]) -> np.ndarray:
+    """The ``[M, R]`` float64 map from the received rows' results to θ.
 
     ``θ = W @ y_rows`` is the least-squares solution over *all* received rows (``W = pinv(C_rows)``,
-    computed by ``numpy.linalg.lstsq``); the condition number is inf when the rows have rank < M.
+    computed by ``numpy.linalg.lstsq``).
     """
-    sub = matrix[rows]
-    weights, _, rank, singular_values = np.linalg.lstsq(sub, np.eye(len(rows)), rcond=None)
-    if rank < matrix.shape[1]:
-        return weights, float("inf")
-    return weights, float(singular_values[0] / singular_values[-1])
+    weights, *_ = np.linalg.lstsq(matrix[rows], np.eye(len(rows)), rcond=None)
+    return np.asarray(weights)
+
+
+def rows_condition(matrix: np.ndarray, rows: list[int]) -> float:
+    """The condition number of ``matrix[rows]``: inf below rank M (the one test of whether a set
+    of answers decodes, with a decoder's ``max_condition``).
+
+    Examples:
+        >>> rows_condition(np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 1.0]]), [0, 1])
+        2.0
+        >>> rows_condition(np.eye(3, 2), [0, 2])
+        inf
+    """
+    if len(rows) < matrix.shape[1]:
+        return float("inf")
+    return matrix_condition(matrix[rows])
 
 
 def undecodable_reason(matrix: np.ndarray, rows: list[int], max_condition: float) -> str:
@@ -50,11 +64,10 @@ def undecodable_reason(matrix: np.ndarray, rows: list[int], max_condition: float
         >>> undecodable_reason(np.eye(3, 2), [0, 2], 1e6)
         'rank 1 < 2 agents'
     """
-    num_agents = matrix.shape[1]
-    rank = int(np.linalg.matrix_rank(matrix[rows])) if rows else 0
-    if rank < num_agents:
-        return f"rank {rank} < {num_agents} agents"
-    _, condition = least_squares_weights(matrix, rows)
+    condition = rows_condition(matrix, rows)
+    if np.isinf(condition):
+        rank = int(np.linalg.matrix_rank(matrix[rows])) if rows else 0
+        return f"rank {rank} < {matrix.shape[1]} agents"
     if condition > max_condition:
         return f"condition number {condition:.2g} > limit {max_condition:.2g}"
     return ""
@@ -235,18 +248,13 @@ class LeastSquaresDecoder(Decoder):
     """
 
     def can_decode(self, rows: list[int]) -> bool:
-        if len(rows) < self.num_agents:
-            return False
-        _, condition = least_squares_weights(self.assignment_matrix, rows)
-        return condition <= self.max_condition
+        return rows_condition(self.assignment_matrix, rows) <= self.max_condition
 
     def decode(self) -> torch.Tensor:
         rows = self.received
-        if len(rows) < self.num_agents:
+        if not self.can_decode(rows):
             raise self._not_decodable()
-        weights, condition = least_squares_weights(self.assignment_matrix, rows)
-        if condition > self.max_condition:
-            raise self._not_decodable()
+        weights = least_squares_weights(self.assignment_matrix, rows)
         return combine_rows(weights, [self._results[row] for row in rows])
 
 

@@ -1,5 +1,6 @@
-"""The coded controller: one round = broadcast θ and a minibatch, collect coded answers, decode θ' as soon
-as the answers received span every agent, discard late answers.
+"""The coded controller: one round = broadcast the agents' state rows (θ and optimizer state) and a
+minibatch, collect coded answers, decode the new rows as soon as the answers received span every
+agent, discard late answers.
 
 Two clocks. ``wall``: learners run on a backend (worker processes or Ray) and the round ends in real
 time. ``simulated``: every learner's update really runs here, one after another on one thread, its
@@ -16,12 +17,13 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.coding import make_decoder
+from marlplug.algorithms.protocol import AgentUpdate, LearnerProgram
+from marlplug.coding import Decoder, make_decoder
 from marlplug.coding.exact import from_ordinals
+from marlplug.coding.stragglers import StragglerModel, first_decodable
 from marlplug.distributed.backends.base import Backend
-from marlplug.distributed.learner import UpdateProgram, learner_compute
-from marlplug.distributed.rounds import ROUND_ROW_COLUMNS, RoundLog
-from marlplug.distributed.stragglers import StragglerModel
+from marlplug.distributed.learner import LearnerAnswer, learner_compute, split_rows, state_rows
+from marlplug.distributed.rounds import ROUND_ROW_COLUMNS, RoundLog, merge_stats
 from marlplug.distributed.wall_round import (
     LearnerError,
     RoundTimeoutError,
@@ -36,33 +38,19 @@ __all__ = [
     "LearnerError",
     "RoundLog",
     "RoundTimeoutError",
-    "make_round_decoder",
-    "virtual_round",
 ]
 
 
-def make_round_decoder(matrix: np.ndarray, scheme: Any | None) -> Any:
-    """A fresh decoder for ``matrix`` from the coding package (the scheme's own if it has one)."""
-    return make_decoder(matrix, scheme=scheme)
-
-
-def virtual_round(finish_s: dict[int, float], add: Any, decodable: Any) -> tuple[list[int], float]:
-    """Feed learners to a decoder in order of finish time; return the used ones and the finish time
-    of the last one needed (``inf`` if never decodable)."""
-    used: list[int] = []
-    for learner in sorted(finish_s, key=lambda j: (finish_s[j], j)):
-        add(learner)
-        used.append(learner)
-        if decodable():
-            return used, finish_s[learner]
-    return used, float("inf")
-
-
 class CodedController:
-    """Runs coded update rounds for one update program, assignment matrix and straggler model.
+    """Runs coded update rounds for one learner program, assignment matrix and straggler model.
+
+    A round returns what ``program.update(theta_all, opt_state, batch, all agents, seed)`` returns
+    for every agent — an :class:`~marlplug.algorithms.protocol.AgentUpdate` with the decoded state
+    and the per-agent statistics the learners sent — so a coded round stands in for a centralized
+    update call.
 
     Args:
-        program: the bound learner algorithm (``update(theta_all, agents, batch, seeds)``).
+        program: the bound learner algorithm (:class:`~marlplug.algorithms.protocol.LearnerProgram`).
         assignment_matrix: ``C``, ``(N, M)``.
         backend: where learners run (``None`` is allowed only with ``clock="simulated"``).
         scheme: the coding scheme (for its decoder); ``None`` uses :func:`marlplug.coding.make_decoder`.
@@ -70,32 +58,31 @@ class CodedController:
         clock: ``"wall"`` or ``"simulated"``.
         round_timeout_s: wait this long for a decodable set before re-dispatching missing agents,
             and as long again before the round fails (finite: no wait is unbounded).
-        seed: the base of every agent's per-round seed.
 
     Examples:
-        >>> import torch
+        >>> import numpy as np, torch
         >>> from tensordict import TensorDict
-        >>> from marlplug.algorithms.maddpg import MADDPG
-        >>> from marlplug.algorithms.spaces import AgentSpace
+        >>> from marlplug.algorithms.protocol import AgentUpdate
         >>> from marlplug.coding import MDSCode
-        >>> agents = [AgentSpace(f"agent_{i}", "agent", obs_dim=4, action_dim=3, discrete=True)
-        ...           for i in range(2)]
-        >>> program = MADDPG(hidden_sizes=[8]).bind(agents)
-        >>> theta = program.init_state(seed=0)
-        >>> batch = TensorDict(obs=torch.zeros(16, 2, 4), action=torch.zeros(16, 2, 3),
-        ...     reward=torch.ones(16, 2), next_obs=torch.zeros(16, 2, 4),
-        ...     terminated=torch.zeros(16, 2, dtype=torch.bool), batch_size=[16])
+        >>> class Step:  # a toy program: θ' = θ - 0.5, and a step counter as optimizer state
+        ...     num_agents, theta_size, opt_state_size = 2, 3, 1
+        ...     def update(self, theta_all, opt_state, batch, agents, seed):
+        ...         return AgentUpdate(theta_all[agents] - 0.5, opt_state[agents] + 1,
+        ...                            {"step": opt_state[agents, 0] + 1})
         >>> scheme = MDSCode()
-        >>> controller = CodedController(program, scheme.assignment_matrix(2, 4), None,
+        >>> controller = CodedController(Step(), scheme.assignment_matrix(2, 4), None,
         ...     scheme=scheme, stragglers=StragglerModel(count=2, delay_s=1.0), clock="simulated")
-        >>> new_theta, log = controller.update(theta, batch, round_index=0)
-        >>> new_theta.shape == theta.shape, log.wait_s < 1.0, len(log.stragglers)
-        (True, True, 2)
+        >>> update, log = controller.update(torch.ones(2, 3), torch.zeros(2, 1),
+        ...     TensorDict({}, batch_size=[]), round_index=0, seed=0)
+        >>> update.theta.tolist(), update.stats["step"].tolist()
+        ([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]], [1.0, 1.0])
+        >>> log.wait_s < 1.0, len(log.stragglers)
+        (True, 2)
     """
 
     def __init__(
         self,
-        program: UpdateProgram,
+        program: LearnerProgram,
         assignment_matrix: np.ndarray,
         backend: Backend | None,
         *,
@@ -103,7 +90,6 @@ class CodedController:
         stragglers: StragglerModel | None = None,
         clock: str = "wall",
         round_timeout_s: float = 60.0,
-        seed: int = 0,
     ) -> None:
         if clock not in {"wall", "simulated"}:
             raise UserError(f"coding.clock: unknown clock '{clock}'; available: simulated, wall")
@@ -123,10 +109,9 @@ class CodedController:
         self.stragglers = stragglers or StragglerModel()
         self.clock = clock
         self.round_timeout_s = check_round_timeout(round_timeout_s)
-        self.seed = seed
         self.active_learners = [j for j in range(self.num_learners) if matrix[j].any()]
         if backend is not None:
-            backend.start(program, seed=seed)
+            backend.start(program)
 
     def close(self) -> None:
         """Stop every learner process this controller's backend started."""
@@ -150,43 +135,50 @@ class CodedController:
     # ------------------------------------------------------------------ one round
 
     def update(
-        self, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
-    ) -> tuple[torch.Tensor, RoundLog]:
-        """Decode ``θ'`` (``[M, D]``, the dtype of ``theta_all``) for this round."""
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        round_index: int,
+        *,
+        seed: int,
+    ) -> tuple[AgentUpdate, RoundLog]:
+        """Every agent's update for this round, decoded, and the round's record.
+
+        ``seed`` is the round's seed, passed to every learner's ``program.update`` as the
+        centralized trainer passes it to its one call (e.g. ``derive_seed(run seed, round)``).
+        """
         delays = self.stragglers.delays(self.active_learners)
+        state = state_rows(theta_all, opt_state)
         if self.clock == "simulated":
-            return self._simulated_round(theta_all, batch, round_index, delays)
-        return self._wall_round(theta_all, batch, round_index, delays)
-
-    def _decode(self, decoder: Any, theta_all: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """Every agent's state from the decoder (exact ordinals, :mod:`marlplug.coding.exact`), and
-        the seconds it took."""
+            decoder, answers, log = self._simulated_round(state, batch, round_index, seed, delays)
+        else:
+            decoder, answers, log = self._wall_round(state, batch, round_index, seed, delays)
         start = time.perf_counter()
-        decoded = decoder.decode()[: self.num_agents]
-        theta_new = from_ordinals(decoded, theta_all.dtype).reshape(theta_all.shape)
-        return theta_new, time.perf_counter() - start
-
-    def _compute(
-        self, learner: int, theta_all: torch.Tensor, batch: TensorDictBase, round_index: int
-    ) -> tuple[torch.Tensor, float]:
-        return learner_compute(
-            self.program,
-            self.matrix[learner],
-            theta_all,
-            batch,
-            round_index=round_index,
-            seed=self.seed,
-        )
+        decoded = from_ordinals(decoder.decode()[: self.num_agents], state.dtype)
+        theta_new, opt_new = split_rows(decoded.reshape(state.shape), self.program.theta_size)
+        log.decode_s = time.perf_counter() - start
+        log.round_s = log.wait_s + log.decode_s
+        stats = merge_stats(answers, self.num_agents)
+        return AgentUpdate(theta_new, opt_new, stats), log
 
     def _simulated_round(
         self,
-        theta_all: torch.Tensor,
+        state: torch.Tensor,
         batch: TensorDictBase,
         round_index: int,
+        seed: int,
         delays: dict[int, float],
-    ) -> tuple[torch.Tensor, RoundLog]:
-        coded: dict[int, torch.Tensor] = {}
-        compute_s: dict[int, float] = {}
+    ) -> tuple[Decoder, list[LearnerAnswer], RoundLog]:
+        """Every learner's update runs here in turn; the round ends on a virtual clock."""
+        answers: dict[int, LearnerAnswer] = {}
+
+        def compute(learner: int) -> None:
+            answers[learner] = learner_compute(
+                self.program, self.matrix[learner], state, batch, seed=seed
+            )
+
+        decoder = make_decoder(self.matrix, scheme=self.scheme)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one core per simulated machine; also keeps timings independent
         try:
@@ -195,67 +187,60 @@ class CodedController:
             prompt = [j for j in self.active_learners if delays[j] <= 0]
             late = [j for j in self.active_learners if delays[j] > 0]
             for learner in prompt:
-                coded[learner], compute_s[learner] = self._compute(
-                    learner, theta_all, batch, round_index
-                )
-            probe = make_round_decoder(self.matrix, self.scheme)
-            _, finish = virtual_round(
-                {j: compute_s[j] for j in prompt},
-                lambda j: probe.add(j, coded[j]),
-                lambda: probe.decodable,
+                compute(learner)
+            _, finish = first_decodable(
+                {j: answers[j].compute_s for j in prompt}, decoder.can_decode
             )
             if late and finish > min(delays[j] for j in late):
                 for learner in late:
-                    coded[learner], compute_s[learner] = self._compute(
-                        learner, theta_all, batch, round_index
-                    )
+                    compute(learner)
         finally:
             torch.set_num_threads(threads)
-        finish_s = {j: compute_s[j] + delays[j] for j in coded}
-        decoder = make_round_decoder(self.matrix, self.scheme)
-        used, last = virtual_round(
-            finish_s, lambda j: decoder.add(j, coded[j]), lambda: decoder.decodable
-        )
-        if not decoder.decodable:
+        finish_s = {j: answers[j].compute_s + delays[j] for j in answers}
+        used, last = first_decodable(finish_s, decoder.can_decode)
+        if not np.isfinite(last):
             raise RoundTimeoutError(
                 f"round {round_index}: every learner answered and the answers do not decode: "
-                f"{decoder.why_not()}"
+                f"{decoder.why_not(sorted(answers))}"
             )
-        theta_new, decode_s = self._decode(decoder, theta_all)
+        for learner in used:
+            decoder.add(learner, answers[learner].coded)
         log = RoundLog(
             round_index=round_index,
             clock="simulated",
             stragglers=sorted(j for j, d in delays.items() if d > 0),
             learners_used=used,
             arrivals=finish_s,
-            compute_s=compute_s,
+            compute_s={j: answer.compute_s for j, answer in answers.items()},
             wait_s=last,
-            decode_s=decode_s,
-            round_s=last + decode_s,
+            decode_s=0.0,
+            round_s=last,
         )
-        return theta_new, log
+        return decoder, [answers[j] for j in used], log
 
     def _wall_round(
         self,
-        theta_all: torch.Tensor,
+        state: torch.Tensor,
         batch: TensorDictBase,
         round_index: int,
+        seed: int,
         delays: dict[int, float],
-    ) -> tuple[torch.Tensor, RoundLog]:
+    ) -> tuple[Decoder, list[LearnerAnswer], RoundLog]:
+        """Learners run on the backend; the round ends in real time."""
         backend = self.backend
         assert backend is not None
-        backend.prepare(theta_all, batch)
+        backend.prepare(state, batch)
         wall_round = WallRound(
             backend,
             self.matrix,
             self.scheme,
             round_index,
+            seed,
             self.round_timeout_s,
             self.active_learners,
             delays,
         )
-        backend.broadcast(round_index, theta_all, batch)
+        backend.broadcast(round_index, state, batch)
         decoder = wall_round.run()
         wait_s = time.perf_counter() - wall_round.start
-        theta_new, decode_s = self._decode(decoder, theta_all)
-        return theta_new, wall_round.log(decode_s, wait_s=wait_s)
+        return decoder, list(wall_round.answers.values()), wall_round.log(wait_s=wait_s)

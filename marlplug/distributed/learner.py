@@ -1,73 +1,127 @@
-"""What one learner computes in a round: ``y_j = Σ_i C[j, i] · U_i(θ, batch, seed(round, i))``.
+"""What one learner computes in a round: ``y_j = Σ_i C[j, i] · [θ'_i | s'_i]`` for its row of ``C``.
 
-The same function runs in a local worker process, in a Ray actor and in the simulated clock, so every
-backend returns the same bits. ``y_j`` combines the states' float32 ordinals (:mod:`marlplug.coding.exact`)
-in float64: the controller decodes them and rounds to the nearest integers, which gives every agent's
-state back bit for bit (for any well-conditioned set of rows), whatever the values' magnitudes.
+The learner runs the algorithm's update (:class:`marlplug.algorithms.protocol.LearnerProgram`) once
+for every agent of its row, with the round's seed, and codes each agent's new state row — ``θ'_i``
+and the optimizer state ``s'_i`` side by side — as float32 ordinals combined in float64
+(:mod:`marlplug.coding.exact`): the controller decodes them and rounds to the nearest integers, which
+gives every agent's state back bit for bit for any well-conditioned set of answers. The update's
+statistics (per agent, and joint scalars) are small and go back uncoded, so the controller reports them without running
+any forward pass itself.
+
+The same function runs in a local worker process, in a Ray actor and on the simulated clock, so every
+backend returns the same bits.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.coding.exact import to_ordinals
-from marlplug.seeding import agent_seed
 
 
-class UpdateProgram(Protocol):
-    """A learner algorithm bound to its agents: the pure per-agent update over flat state vectors."""
+@dataclass(frozen=True)
+class LearnerAnswer:
+    """One learner's answer to one task.
 
-    num_agents: int
-    state_size: int
+    Attributes:
+        coded: ``[P + O]`` float64: ``Σ_i row[i] · ordinals([θ'_i | s'_i])``.
+        agents: the agents of the row, in order.
+        stats: the update's statistics (uncoded): ``[len(agents)]`` per-agent ones and 0-d joint
+            scalars.
+        compute_s: seconds the update and the coding took.
+    """
 
-    def update(
-        self,
-        theta_all: torch.Tensor,
-        agents: Sequence[int],
-        batch: TensorDictBase,
-        seeds: Sequence[int],
-    ) -> torch.Tensor:
-        """``[len(agents), D]``: ``U_i(theta_all, theta_all[i], batch, seeds[k])`` for ``i = agents[k]``."""
-        ...
+    coded: torch.Tensor
+    agents: list[int]
+    stats: Mapping[str, torch.Tensor] = field(default_factory=dict)
+    compute_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class LearnerResult:
-    """One learner's answer for one round (or one re-dispatched task of a round)."""
+    """A learner's answer as a backend reports it, for one round (or one re-dispatched task)."""
 
     learner: int
     round_index: int
     task_id: int
-    coded: torch.Tensor
-    compute_s: float
+    answer: LearnerAnswer
+
+
+def state_rows(theta: torch.Tensor, opt_state: torch.Tensor) -> torch.Tensor:
+    """``[M, P + O]``: each agent's ``θ`` row and optimizer-state row side by side (what is coded).
+
+    Examples:
+        >>> state_rows(torch.zeros(2, 3), torch.ones(2, 1)).tolist()
+        [[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]]
+    """
+    if theta.dtype != opt_state.dtype:
+        raise TypeError(
+            f"theta is {theta.dtype} but opt_state is {opt_state.dtype}: a learner program's "
+            "state rows must share one dtype (float32)"
+        )
+    return torch.cat([theta, opt_state], dim=1)
+
+
+def split_rows(rows: torch.Tensor, theta_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(θ [M, P], opt_state [M, O])`` from :func:`state_rows`' ``[M, P + O]``."""
+    return rows[:, :theta_size], rows[:, theta_size:]
+
+
+def answer_stats(stats: Mapping[str, torch.Tensor], count: int) -> dict[str, torch.Tensor]:
+    """The statistics a learner sends back, detached: per-agent ones (``[count]``) and joint scalars
+    (0-d); anything else stays on the learner.
+
+    A joint scalar must not depend on which agents share the update call (e.g. the loss of a
+    forward pass over every agent), so that any learner's value is the round's value.
+    """
+    return {
+        name: value.detach()
+        for name, value in stats.items()
+        if value.dim() == 0 or (value.dim() == 1 and value.shape[0] == count)
+    }
 
 
 def learner_compute(
-    program: UpdateProgram,
+    program: LearnerProgram,
     row: np.ndarray,
-    theta_all: torch.Tensor,
+    state: torch.Tensor,
     batch: TensorDictBase,
     *,
-    round_index: int,
     seed: int,
-) -> tuple[torch.Tensor, float]:
-    """``(y_j, seconds)``: the coded combination of the updates of every agent with ``row[i] != 0``,
-    as float64 ordinals (:func:`marlplug.coding.exact.to_ordinals`; decode with ``from_ordinals``).
+) -> LearnerAnswer:
+    """The coded update of every agent with ``row[i] != 0``, from ``state`` (:func:`state_rows`).
 
-    All of the learner's agents are updated in one vectorized call; agent ``i`` uses the seed for
-    ``(seed, round_index, i)`` so every learner holding agent ``i`` computes the same ``θ'_i``.
+    All of the learner's agents are updated in one call of ``program.update`` with the round's
+    ``seed`` (the program derives each agent's randomness from it), so every learner that holds
+    agent ``i`` computes the same ``θ'_i``.
+
+    Examples:
+        >>> import numpy as np, torch
+        >>> from tensordict import TensorDict
+        >>> from marlplug.algorithms.protocol import AgentUpdate
+        >>> class Halve:  # a toy program: θ' = θ / 2, no optimizer state
+        ...     num_agents, theta_size, opt_state_size = 2, 1, 0
+        ...     def update(self, theta_all, opt_state, batch, agents, seed):
+        ...         return AgentUpdate(theta_all[agents] / 2, opt_state[agents],
+        ...                            {"norm": theta_all[agents, 0].abs()})
+        >>> answer = learner_compute(Halve(), np.array([1.0, 1.0]),
+        ...     torch.tensor([[2.0], [4.0]]), TensorDict({}, batch_size=[]), seed=0)
+        >>> answer.agents, answer.stats["norm"].tolist()
+        ([0, 1], [2.0, 4.0])
     """
     start = time.perf_counter()
     agents = [int(i) for i in np.flatnonzero(row)]
-    seeds = [agent_seed(seed, round_index, i) for i in agents]
-    updated = program.update(theta_all, agents, batch, seeds)
+    theta_all, opt_state = split_rows(state, program.theta_size)
+    update = program.update(theta_all, opt_state, batch, agents, seed)
+    rows = state_rows(update.theta.detach(), update.opt_state.detach())
     weights = torch.as_tensor(row[agents], dtype=torch.float64)
-    coded = weights @ to_ordinals(updated)
-    return coded, time.perf_counter() - start
+    coded = weights @ to_ordinals(rows)
+    stats = answer_stats(update.stats, len(agents))
+    return LearnerAnswer(coded, agents, stats, time.perf_counter() - start)

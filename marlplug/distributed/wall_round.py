@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from marlplug.coding import make_decoder
 from marlplug.coding.completion import completing_agents
 from marlplug.distributed.backends.base import Backend, LearnerFailure, Task
+from marlplug.distributed.learner import LearnerAnswer
 from marlplug.distributed.rounds import RoundLog
 from marlplug.errors import UserError
 
@@ -73,11 +73,12 @@ class WallRound:
     matrix: np.ndarray
     scheme: Any
     round_index: int
+    seed: int
     timeout_s: float
     active_learners: list[int]
     delays: dict[int, float]
     start: float = field(default_factory=time.perf_counter)
-    received: dict[int, torch.Tensor] = field(default_factory=dict)
+    answers: dict[int, LearnerAnswer] = field(default_factory=dict)
     arrivals: dict[int, float] = field(default_factory=dict)
     compute_s: dict[int, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
@@ -96,7 +97,14 @@ class WallRound:
         """Wait until the answers decode; returns the decoder holding them."""
         for learner in self.active_learners:
             self.backend.submit(
-                Task(learner, self.round_index, learner, self.matrix[learner], self.delays[learner])
+                Task(
+                    learner,
+                    self.round_index,
+                    learner,
+                    self.matrix[learner],
+                    self.seed,
+                    self.delays[learner],
+                )
             )
         deadline = time.monotonic() + self.timeout_s
         while not self.decoder.decodable:
@@ -127,15 +135,17 @@ class WallRound:
             self.restarted.append(event.learner)
             if event.learner not in self.answered and event.learner in self.active_learners:
                 row = self.matrix[event.learner]
-                self.backend.submit(Task(event.learner, self.round_index, event.learner, row))
+                self.backend.submit(
+                    Task(event.learner, self.round_index, event.learner, row, self.seed)
+                )
             return
-        if event.round_index != self.round_index or event.task_id in self.received:
+        if event.round_index != self.round_index or event.task_id in self.answers:
             return  # a late answer of an earlier round, or a duplicate
-        self.received[event.task_id] = event.coded
+        self.answers[event.task_id] = event.answer
         self.answered.add(event.learner)
         self.arrivals[event.task_id] = time.perf_counter() - self.start
-        self.compute_s[event.task_id] = event.compute_s
-        self.decoder.add(event.task_id, event.coded)
+        self.compute_s[event.task_id] = event.answer.compute_s
+        self.decoder.add(event.task_id, event.answer.coded)
 
     def redispatch(self) -> None:
         """Complete the answers in hand with one-agent tasks on live learners.
@@ -144,14 +154,14 @@ class WallRound:
         holds the answers received.
         """
         num_agents = self.matrix.shape[1]
-        learner_rows = [task for task in self.received if task < self.num_learners]
+        learner_rows = [task for task in self.answers if task < self.num_learners]
         agents = completing_agents(
             self.matrix, learner_rows, max_condition=self.decoder.max_condition
         )
         augmented = np.vstack([self.matrix, np.eye(num_agents)])
         self.decoder = make_decoder(augmented, max_condition=self.decoder.max_condition)
-        for task_id, coded in self.received.items():
-            self.decoder.add(task_id, coded)
+        for task_id, answer in self.answers.items():
+            self.decoder.add(task_id, answer.coded)
         alive = getattr(self.backend, "alive", None)
         candidates = [j for j in range(self.num_learners) if alive is None or alive(j)]
         # Learners that answered are idle; a straggler may still be sitting on its delay.
@@ -163,7 +173,9 @@ class WallRound:
         for position, agent in enumerate(agents):
             task_id = self.num_learners + agent
             learner = preferred[position % len(preferred)]
-            self.backend.submit(Task(learner, self.round_index, task_id, augmented[task_id]))
+            self.backend.submit(
+                Task(learner, self.round_index, task_id, augmented[task_id], self.seed)
+            )
         self.redispatched = agents
 
     def log(self, decode_s: float = 0.0, *, wait_s: float | None = None) -> RoundLog:
@@ -174,7 +186,7 @@ class WallRound:
             round_index=self.round_index,
             clock="wall",
             stragglers=sorted(j for j, d in self.delays.items() if d > 0),
-            learners_used=sorted(self.received),
+            learners_used=sorted(self.answers),
             arrivals=dict(self.arrivals),
             compute_s=dict(self.compute_s),
             wait_s=wait_s,
@@ -192,6 +204,6 @@ class WallRound:
         return RoundTimeoutError(
             f"round {self.round_index}: not decodable {self.timeout_s:g} s after re-dispatching "
             f"agents {self.redispatched}; heard from learners {heard} "
-            f"({len(self.received)} answers): {reason}",
+            f"({len(self.answers)} answers): {reason}",
             self.log(),
         )

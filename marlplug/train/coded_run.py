@@ -21,12 +21,12 @@ from typing import Any
 import torch
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.config import CodingSection, MarlplugConfig
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
-from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.runs.checkpoint import (

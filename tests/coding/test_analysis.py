@@ -18,14 +18,14 @@ from marlplug.coding.analysis import (
 )
 from marlplug.coding.decoding import default_decoder
 from marlplug.coding.stragglers import (
-    FixedCountStragglers,
-    RandomStragglers,
-    decode_time,
+    STRAGGLER_STREAM,
+    StragglerModel,
+    first_decodable,
     learner_compute_s,
     simulate_round_times,
-    straggler_model,
 )
 from marlplug.errors import UserError
+from marlplug.seeding import derive_seed
 
 FAST = {"rounds": 200, "samples": 300}
 
@@ -73,15 +73,16 @@ def test_tolerance_and_density_helpers() -> None:
 
 
 def test_round_time_waits_for_the_first_decodable_prefix() -> None:
-    assert decode_time(np.array([0.3, 0.1, np.inf]), lambda rows: rows == [0, 1]) == 0.3
-    assert math.isinf(decode_time(np.array([0.1, 0.2]), lambda rows: False))
+    finish = {0: 0.3, 1: 0.1, 2: math.inf}
+    assert first_decodable(finish, lambda rows: rows == [0, 1]) == ([1, 0], 0.3)
+    assert first_decodable({0: 0.1, 1: 0.2}, lambda rows: False) == ([0, 1], math.inf)
     assert learner_compute_s(np.eye(3, 2), 0.5).tolist() == [0.5, 0.5, math.inf]
 
 
 def test_simulated_rounds_are_seeded_and_match_the_paper_model() -> None:
     matrix = UncodedScheme().assignment_matrix(2, 4)
     can_decode = default_decoder(matrix).can_decode
-    model = FixedCountStragglers(count=1, delay_s=1.0)
+    model = StragglerModel(count=1, delay_s=1.0)
     first = simulate_round_times(
         matrix, model, compute_s=0.1, can_decode=can_decode, rounds=400, seed=3
     )
@@ -95,18 +96,28 @@ def test_simulated_rounds_are_seeded_and_match_the_paper_model() -> None:
     )  # the straggler hits a busy learner half the time
 
 
-def test_straggler_models_from_config_fields() -> None:
-    assert straggler_model("fixed", count=2, delay_s=0.25) == FixedCountStragglers(2, 0.25)
-    assert straggler_model("random", probability=0.2, delay_s=1) == RandomStragglers(0.2, 1)
-    with pytest.raises(UserError, match="unknown model 'sometimes'"):
-        straggler_model("sometimes")
-    with pytest.raises(UserError, match="count 5 must be between 0 and N=4"):
-        FixedCountStragglers(5, 1.0).sample_delays(4, np.random.default_rng(0))
+def test_the_runtime_stream_and_the_analysis_draw_the_same_stragglers() -> None:
+    """One model: a round's delays from the model's own stream are a draw from its generator."""
+    for model in (
+        StragglerModel("fixed", count=2, delay_s=0.25, seed=4),
+        StragglerModel("random", probability=0.3, delay_s=1.0, seed=4),
+    ):
+        twin = StragglerModel(model.model, model.count, model.probability, model.delay_s, seed=4)
+        rng = np.random.default_rng(derive_seed(4, STRAGGLER_STREAM))
+        for _ in range(20):
+            assert (
+                list(twin.delays([1, 3, 5, 7]).values()) == model.draw([1, 3, 5, 7], rng).tolist()
+            )
+
+
+def test_a_fixed_count_beyond_the_candidates_delays_them_all() -> None:
+    delays = StragglerModel(count=5, delay_s=1.0).draw(range(4), np.random.default_rng(0))
+    assert delays.tolist() == [1.0, 1.0, 1.0, 1.0]
 
 
 def test_recommendation_prefers_the_fastest_then_the_cheapest() -> None:
     settings = AnalysisSettings(
-        8, 15, compute_s=0.01, stragglers=FixedCountStragglers(3, 1.0), **FAST
+        8, 15, compute_s=0.01, stragglers=StragglerModel(count=3, delay_s=1.0), **FAST
     )
     reports = [
         analyze_code(name, code, settings)
@@ -127,4 +138,4 @@ def test_settings_reject_impossible_sizes() -> None:
     ):
         AnalysisSettings(8, 5)
     with pytest.raises(UserError, match="stragglers: must be between 0 and N=15"):
-        AnalysisSettings(8, 15, stragglers=FixedCountStragglers(16, 1.0))
+        AnalysisSettings(8, 15, stragglers=StragglerModel(count=16, delay_s=1.0))

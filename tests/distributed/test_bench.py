@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from marlplug.bench.distributed import check_targets, read_reference, shape_summary
+import pytest
 
-REFERENCE = Path(__file__).parents[2] / "docs" / "data" / "paper_training_time.csv"
+from marlplug.bench.paper import check_targets, read_reference, shape_summary
 
 
 def test_bench_coding_json_rows(run_cli: Callable[..., object], tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_bad_agent_count_is_a_one_line_error(run_cli: Callable[..., object]) -> 
 
 
 def test_shape_summary_and_targets_read_the_paper_table() -> None:
-    paper = read_reference(REFERENCE)
+    paper = read_reference()  # the table shipped in the package
     assert len(paper) == 120
     mine = [
         {
@@ -76,3 +76,22 @@ def test_shape_summary_and_targets_read_the_paper_table() -> None:
     assert summary[0]["paper_mds_over_uncoded_k0"] == mine[1]["round_s"] / mine[0]["round_s"]
     lines = check_targets(mine, learners=15)
     assert lines[0].startswith("MISSED") and "k=0" in lines[0]  # the paper's 1.34x misses 1.3x
+
+
+def test_the_reference_table_is_read_from_the_package_wherever_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no docs/ folder here
+    assert len(read_reference()) == 120
+    mine = tmp_path / "mine.csv"
+    mine.write_text("scenario,agents,learners,stragglers,code,time_s\nkeep_away,8,15,0,mds,2.5\n")
+    assert read_reference(mine) == [
+        {
+            "scenario": "keep_away",
+            "agents": 8,
+            "learners": "15",
+            "stragglers": 0,
+            "code": "mds",
+            "time_s": 2.5,
+        }
+    ]

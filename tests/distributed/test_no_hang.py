@@ -17,11 +17,11 @@ import pytest
 
 from marlplug.cli.train import default_config_path
 from marlplug.coding import VandermondeCode
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundTimeoutError
-from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import UserError
-from tests.distributed.helpers import centralized, relative_error, small_batch, small_program
+from tests.distributed.helpers import LinearProgram, centralized, linear_batch, state_error
 
 M, N = (
     7,
@@ -32,7 +32,7 @@ M, N = (
 def vandermonde_controller(backend: LocalBackend, timeout_s: float) -> CodedController:
     scheme = VandermondeCode()
     return CodedController(
-        small_program(M),
+        LinearProgram(M),
         scheme.assignment_matrix(M, N, 0),
         backend,
         scheme=scheme,
@@ -57,24 +57,26 @@ def in_thread(function: Callable[[], Any], timeout_s: float) -> dict[str, Any]:
 
 
 def test_an_ill_conditioned_full_rank_round_is_completed_by_redispatch() -> None:
-    program = small_program(M)
-    theta, batch = program.init_state(0), small_batch(program)
+    program = LinearProgram(M)
+    (theta, opt_state), batch = program.init_state(0), linear_batch(program)
     with vandermonde_controller(LocalBackend(N), timeout_s=5.0) as controller:
         # Before the fix this round waited forever: rank was complete, so nothing was re-dispatched.
-        outcome = in_thread(lambda: controller.update(theta, batch, 0), timeout_s=240)
+        outcome = in_thread(
+            lambda: controller.update(theta, opt_state, batch, 0, seed=0), timeout_s=240
+        )
     assert outcome, "the round hung"
     assert "error" not in outcome, outcome.get("error")
     new, log = outcome["result"]
     assert log.redispatched_agents  # completed with one-agent tasks, chosen for conditioning
-    assert relative_error(new, centralized(program, theta, batch, 0)) <= 1e-6
+    assert state_error(new, centralized(program, theta, opt_state, batch, seed=0)) <= 1e-6
 
 
 def test_a_round_that_cannot_decode_after_redispatch_names_round_learners_and_reason() -> None:
-    program = small_program(M)
-    theta, batch = program.init_state(0), small_batch(program)
+    program = LinearProgram(M)
+    (theta, opt_state), batch = program.init_state(0), linear_batch(program)
     backend = LocalBackend(N)
     with vandermonde_controller(backend, timeout_s=3.0) as controller:
-        controller.update(theta, batch, 0)  # starts the workers
+        controller.update(theta, opt_state, batch, 0, seed=0)  # starts the workers
         pids = [backend.pid(j) for j in range(N)]
 
         def freeze_after_answers() -> None:
@@ -87,7 +89,7 @@ def test_a_round_that_cannot_decode_after_redispatch_names_round_learners_and_re
         try:
             start = time.monotonic()
             with pytest.raises(RoundTimeoutError) as caught:
-                controller.update(theta, batch, 1)
+                controller.update(theta, opt_state, batch, 1, seed=1)
             elapsed = time.monotonic() - start
         finally:
             freezer.join()
@@ -106,7 +108,7 @@ def test_a_round_that_cannot_decode_after_redispatch_names_round_learners_and_re
 def test_an_unbounded_round_timeout_is_refused(timeout_s: float) -> None:
     with pytest.raises(UserError, match=r"coding\.round_timeout_s: must be a finite number"):
         CodedController(
-            small_program(2),
+            LinearProgram(2),
             VandermondeCode().assignment_matrix(2, 3, 0),
             None,
             clock="simulated",

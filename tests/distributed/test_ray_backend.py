@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.coding import MDSCode
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.distributed.controller import CodedController
-from marlplug.distributed.stragglers import StragglerModel
-from tests.distributed.helpers import centralized, relative_error, small_batch, small_program
+from tests.distributed.helpers import LinearProgram, centralized, linear_batch, state_error
 from tests.distributed.sockets import descendants, is_loopback, listening_addresses
 
 ray = pytest.importorskip("ray")
@@ -22,22 +23,27 @@ ray = pytest.importorskip("ray")
 def test_ray_rounds_decode_exactly_and_survive_a_killed_actor() -> None:
     from marlplug.distributed.backends.ray import RayBackend
 
-    program = small_program(2)
+    program = LinearProgram(2)
     scheme = MDSCode()
     matrix = scheme.assignment_matrix(2, 3, 0)
     backend = RayBackend(3, num_cpus=2)
     stragglers = StragglerModel(count=1, delay_s=30.0, seed=0)
-    theta = reference = program.init_state(0)
+    state = reference = AgentUpdate(*program.init_state(0))
     with CodedController(
         program, matrix, backend, scheme=scheme, stragglers=stragglers, round_timeout_s=60
     ) as controller:
         for round_index in range(3):
-            batch = small_batch(program, seed=round_index)
+            batch = linear_batch(program, seed=round_index)
             if round_index == 1:
                 backend.kill(0)
-            theta, log = controller.update(theta, batch, round_index)
-            reference = centralized(program, reference, batch, round_index)
-            assert relative_error(theta, reference) <= 1e-5
+            state, log = controller.update(
+                state.theta, state.opt_state, batch, round_index, seed=round_index
+            )
+            reference = centralized(
+                program, reference.theta, reference.opt_state, batch, seed=round_index
+            )
+            assert state_error(state, reference) <= 1e-6
+            assert state.stats["loss"].shape == (2,)
             assert log.wait_s < 30  # never waited for the straggler
             if round_index == 1 and 0 not in log.stragglers:
                 assert log.restarted == [0]
@@ -49,7 +55,7 @@ def test_an_unreachable_cluster_is_a_clear_error() -> None:
 
     backend = RayBackend(1, address="ray://127.0.0.1:1")
     with pytest.raises(RayUnavailableError, match="ray_address"):
-        backend.start(small_program(1), seed=0)
+        backend.start(LinearProgram(1))
 
 
 def command_line(pid: int) -> bytes:
@@ -66,21 +72,22 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
 ) -> None:
     from marlplug.distributed.backends.ray import RayBackend
 
-    program = small_program(2)
+    program = LinearProgram(2)
     scheme = MDSCode()
     backend = RayBackend(3, num_cpus=2)
-    theta = program.init_state(0)
+    theta, opt_state = program.init_state(0)
     out, err = "", ""
     with CodedController(
         program, scheme.assignment_matrix(2, 3, 0), backend, scheme=scheme, round_timeout_s=60
     ) as controller:
-        theta, _ = controller.update(theta, small_batch(program), 0)
+        controller.update(theta, opt_state, linear_batch(program), 0, seed=0)
         tree = descendants(os.getpid())
         listening = listening_addresses(tree)
         actors = [pid for pid in tree if b"LearnerActor" in command_line(pid)]
         os.kill(actors[0], signal.SIGKILL)  # Ray then reports "A worker died or was killed ..."
         for round_index in (1, 2):
-            theta, _ = controller.update(theta, small_batch(program, seed=round_index), round_index)
+            batch = linear_batch(program, seed=round_index)
+            controller.update(theta, opt_state, batch, round_index, seed=round_index)
         deadline = time.monotonic() + 60
         while "died" not in err and time.monotonic() < deadline:
             time.sleep(0.5)

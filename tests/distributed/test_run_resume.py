@@ -13,7 +13,7 @@ import torch
 
 from marlplug import load_config
 from marlplug.cli.train import default_config_path
-from marlplug.distributed.stragglers import StragglerModel
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.train.coded_run import RUNNER_KEY, run_maddpg
 from marlplug.train.run import CODED_STEP_KEY, load_run_config, run_training

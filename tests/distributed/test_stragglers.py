@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.config import StragglerSection
-from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import ConfigError
 
 

@@ -21,7 +21,7 @@ class LazyCodes:
     @marlplug.hookimpl
     def marlplug_codes(self) -> Mapping[str, Any]:
         return {
-            "lazy_model": f"{LAZY_MODULE}:FixedCountStragglers",
+            "lazy_model": f"{LAZY_MODULE}:StragglerModel",
             "missing_module": "marlplug_no_such_module:Code",
         }
 
@@ -46,7 +46,7 @@ def test_reference_is_imported_on_first_use(
     assert LAZY_MODULE not in sys.modules
     model_class = manager.registry("code")["lazy_model"]
     assert LAZY_MODULE in sys.modules
-    assert model_class is sys.modules[LAZY_MODULE].FixedCountStragglers
+    assert model_class is sys.modules[LAZY_MODULE].StragglerModel
 
 
 def test_broken_reference_names_the_plugin_and_target(manager: PluginManager) -> None:

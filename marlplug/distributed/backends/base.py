@@ -1,4 +1,8 @@
-"""The contract between the controller and a learner backend: broadcast once, submit tasks, poll."""
+"""The contract between the controller and a learner backend: broadcast once, submit tasks, poll.
+
+What is broadcast is the round's ``state``, ``[M, P + O]`` (:func:`marlplug.distributed.learner.state_rows`),
+and its minibatch; a task names a row of ``C`` and the round's seed.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,20 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.distributed.learner import LearnerResult, UpdateProgram
+from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.distributed.learner import LearnerResult
 
 
 @dataclass(frozen=True)
 class Task:
-    """Ask learner ``learner`` for ``Σ_i row[i] · U_i`` in round ``round_index``, late by ``delay_s``."""
+    """Ask learner ``learner`` for ``Σ_i row[i] · U_i`` in round ``round_index`` (whose seed is
+    ``seed``), late by ``delay_s``."""
 
     learner: int
     round_index: int
     task_id: int
     row: np.ndarray
+    seed: int
     delay_s: float = 0.0
 
 
@@ -38,16 +45,16 @@ class Backend(Protocol):
 
     num_learners: int
 
-    def start(self, program: UpdateProgram, *, seed: int) -> None:
+    def start(self, program: LearnerProgram) -> None:
         """Start every learner (bounded wait; raises a clear error if they cannot start)."""
         ...
 
-    def prepare(self, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+    def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
         """Allocate what depends on the data's shapes (called before a round's clock starts)."""
         ...
 
-    def broadcast(self, round_index: int, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
-        """Make this round's parameters and minibatch available to every learner, once."""
+    def broadcast(self, round_index: int, state: torch.Tensor, batch: TensorDictBase) -> None:
+        """Make this round's state rows and minibatch available to every learner, once."""
         ...
 
     def submit(self, task: Task) -> None:

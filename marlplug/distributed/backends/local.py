@@ -1,6 +1,6 @@
 """The ``local`` backend: one worker process per learner on this machine, nothing to start by hand.
 
-θ and the minibatch live in shared memory, written once per round into one of two slots guarded by a
+The state rows and the minibatch live in shared memory, written once per round into one of two slots guarded by a
 round stamp (a seqlock: a worker that finds the stamp changed while copying drops the stale task).
 Tasks and results travel over one pipe pair per worker, so a killed worker shows up as a closed pipe
 and cannot leave a lock held for the others.
@@ -20,11 +20,12 @@ import torch
 import torch.multiprocessing as torch_mp
 from tensordict import TensorDict, TensorDictBase
 
+from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.distributed.backends.base import LearnerFailure, Task
-from marlplug.distributed.learner import LearnerResult, UpdateProgram, learner_compute
+from marlplug.distributed.learner import LearnerAnswer, LearnerResult, learner_compute
 from marlplug.errors import UserError
 
-#: Round-robin slots for θ and the batch: a worker may still copy round r while round r+1 is written.
+#: Round-robin slots for the state and the batch: a worker may still copy round r while round r+1 is written.
 SLOTS = 2
 
 
@@ -33,7 +34,7 @@ class LearnerStartError(UserError):
 
 
 class LocalBackend:
-    """Learners as worker processes (forked from a fork server) with shared-memory θ and batch.
+    """Learners as worker processes (forked from a fork server) with shared-memory state and batch.
 
     Args:
         num_learners: how many worker processes N.
@@ -41,7 +42,7 @@ class LocalBackend:
 
     Examples:
         >>> backend = LocalBackend(num_learners=2)  # doctest: +SKIP
-        >>> backend.start(program, seed=0)  # doctest: +SKIP
+        >>> backend.start(program)  # doctest: +SKIP
         >>> backend.close()  # doctest: +SKIP
     """
 
@@ -55,9 +56,8 @@ class LocalBackend:
         self._processes: dict[int, Any] = {}
         self._task_conns: dict[int, Any] = {}
         self._result_conns: dict[int, Any] = {}
-        self._program: UpdateProgram | None = None
-        self._seed = 0
-        self._theta: torch.Tensor | None = None
+        self._program: LearnerProgram | None = None
+        self._state: torch.Tensor | None = None
         self._batch: dict[Any, torch.Tensor] = {}
         self._batch_size: list[int] = []
         self._stamps = torch.full((SLOTS,), -1, dtype=torch.int64).share_memory_()
@@ -65,15 +65,14 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, program: UpdateProgram, *, seed: int) -> None:
+    def start(self, program: LearnerProgram) -> None:
         self._program = program
-        self._seed = seed
 
-    def prepare(self, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+    def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
         """Allocate the shared slots for these shapes and start the workers (once)."""
-        if self._theta is not None:
+        if self._state is not None:
             return
-        self._theta = torch.zeros(SLOTS, *theta_all.shape, dtype=theta_all.dtype).share_memory_()
+        self._state = torch.zeros(SLOTS, *state.shape, dtype=state.dtype).share_memory_()
         self._batch_size = list(batch.batch_size)
         for key, value in batch.items(include_nested=True, leaves_only=True):
             self._batch[key] = torch.zeros(SLOTS, *value.shape, dtype=value.dtype).share_memory_()
@@ -102,7 +101,7 @@ class LocalBackend:
                     waiting.discard(learner)
 
     def _spawn(self, learner: int) -> None:
-        assert self._program is not None and self._theta is not None
+        assert self._program is not None and self._state is not None
         task_recv, task_send = self._context.Pipe(duplex=False)
         result_recv, result_send = self._context.Pipe(duplex=False)
         process = self._context.Process(
@@ -110,8 +109,7 @@ class LocalBackend:
             args=(
                 learner,
                 self._program,
-                self._seed,
-                self._theta,
+                self._state,
                 self._batch,
                 self._batch_size,
                 self._stamps,
@@ -177,12 +175,12 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ rounds
 
-    def broadcast(self, round_index: int, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
-        self.prepare(theta_all, batch)
-        assert self._theta is not None
+    def broadcast(self, round_index: int, state: torch.Tensor, batch: TensorDictBase) -> None:
+        self.prepare(state, batch)
+        assert self._state is not None
         slot = round_index % SLOTS
         self._stamps[slot] = -1
-        self._theta[slot].copy_(theta_all)
+        self._state[slot].copy_(state)
         for key, buffer in self._batch.items():
             buffer[slot].copy_(batch[key])
         self._stamps[slot] = round_index
@@ -192,7 +190,7 @@ class LocalBackend:
         if conn is None:
             return
         with contextlib.suppress(OSError, BrokenPipeError):
-            conn.send(("task", task.round_index, task.task_id, task.row, task.delay_s))
+            conn.send(("task", task.round_index, task.task_id, task.row, task.seed, task.delay_s))
 
     def alive(self, learner: int) -> bool:
         """Whether learner ``learner``'s process is running."""
@@ -220,10 +218,8 @@ class LocalBackend:
                 continue
             kind = message[0]
             if kind == "result":
-                _, _, round_index, task_id, coded, compute_s = message
-                events.append(
-                    LearnerResult(learner, round_index, task_id, torch.from_numpy(coded), compute_s)
-                )
+                _, _, round_index, task_id, answer = message
+                events.append(LearnerResult(learner, round_index, task_id, _from_pipe(answer)))
             elif kind == "error":
                 events.append(LearnerFailure(learner, message[2], str(message[4]), died=False))
         return events
@@ -234,9 +230,8 @@ class LocalBackend:
 
 def _worker_main(
     learner: int,
-    program: UpdateProgram,
-    seed: int,
-    theta_slots: torch.Tensor,
+    program: LearnerProgram,
+    state_slots: torch.Tensor,
     batch_slots: dict[Any, torch.Tensor],
     batch_size: list[int],
     stamps: torch.Tensor,
@@ -270,20 +265,18 @@ def _worker_main(
                 return
             if not inbox:
                 continue
-            _, round_index, task_id, row, delay_s = inbox.popleft()
+            _, round_index, task_id, row, seed, delay_s = inbox.popleft()
             slot = round_index % SLOTS
             if int(stamps[slot]) != round_index:
                 continue
-            theta = theta_slots[slot].clone()
+            state = state_slots[slot].clone()
             batch = TensorDict({}, batch_size=batch_size)
             for key, value in batch_slots.items():
                 batch.set(key, value[slot].clone())
             if int(stamps[slot]) != round_index:
                 continue
             try:
-                coded, compute_s = learner_compute(
-                    program, row, theta, batch, round_index=round_index, seed=seed
-                )
+                answer = learner_compute(program, row, state, batch, seed=seed)
             except Exception:
                 result_conn.send(("error", learner, round_index, task_id, traceback.format_exc()))
                 continue
@@ -296,11 +289,22 @@ def _worker_main(
                     superseded = True
                     break
             if not superseded:
-                result_conn.send(
-                    ("result", learner, round_index, task_id, coded.numpy(), compute_s)
-                )
+                result_conn.send(("result", learner, round_index, task_id, _to_pipe(answer)))
     except (EOFError, OSError, KeyboardInterrupt):
         return
+
+
+def _to_pipe(answer: LearnerAnswer) -> tuple[Any, ...]:
+    """The answer with numpy arrays, which pickle by value: torch's multiprocessing would send each
+    tensor as a shared-memory handle (a file descriptor per tensor and answer)."""
+    stats = {name: value.numpy() for name, value in answer.stats.items()}
+    return answer.coded.numpy(), answer.agents, stats, answer.compute_s
+
+
+def _from_pipe(message: tuple[Any, ...]) -> LearnerAnswer:
+    coded, agents, stats, compute_s = message
+    tensors = {name: torch.from_numpy(value) for name, value in stats.items()}
+    return LearnerAnswer(torch.from_numpy(coded), list(agents), tensors, compute_s)
 
 
 def _process_exists(pid: int) -> bool:

@@ -1,6 +1,6 @@
 """The ``ray`` backend: one Ray actor per learner, on an existing cluster or a local Ray marlplug starts.
 
-θ and the minibatch go into the object store once per round (``ray.put``); tasks reference them, and
+The state rows and the minibatch go into the object store once per round (``ray.put``); tasks reference them, and
 the controller collects answers with ``ray.wait``. Learner actors are async, so a straggler's injected
 delay is an ``asyncio.sleep`` that ``ray.cancel`` ends when its answer is no longer needed.
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -24,8 +25,9 @@ from typing import Any, TextIO
 import torch
 from tensordict import TensorDictBase
 
+from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.distributed.backends.base import LearnerFailure, Task
-from marlplug.distributed.learner import LearnerResult, UpdateProgram, learner_compute
+from marlplug.distributed.learner import LearnerAnswer, LearnerResult, learner_compute
 from marlplug.errors import UserError
 
 
@@ -36,11 +38,10 @@ class RayUnavailableError(UserError):
 class LearnerActor:
     """A learner inside a Ray actor (wrapped with ``ray.remote`` when the backend starts)."""
 
-    def __init__(self, learner: int, program: UpdateProgram, seed: int) -> None:
+    def __init__(self, learner: int, program: LearnerProgram) -> None:
         torch.set_num_threads(1)
         self.learner = learner
         self.program = program
-        self.seed = seed
 
     def ready(self) -> int:
         return self.learner
@@ -50,16 +51,15 @@ class LearnerActor:
         round_index: int,
         task_id: int,
         row: Any,
-        theta_all: torch.Tensor,
+        seed: int,
+        state: torch.Tensor,
         batch: TensorDictBase,
         delay_s: float,
-    ) -> tuple[int, int, Any, float]:
-        coded, compute_s = learner_compute(
-            self.program, row, theta_all, batch, round_index=round_index, seed=self.seed
-        )
+    ) -> tuple[int, int, LearnerAnswer]:
+        answer = learner_compute(self.program, row, state, batch, seed=seed)
         if delay_s > 0:
             await asyncio.sleep(delay_s)
-        return round_index, task_id, coded.numpy(), compute_s
+        return round_index, task_id, answer
 
 
 class RayBackend:
@@ -102,15 +102,13 @@ class RayBackend:
         self._actors: dict[int, Any] = {}
         self._pending: dict[Any, tuple[int, int, int]] = {}
         self._refs: tuple[Any, Any] | None = None
-        self._program: UpdateProgram | None = None
-        self._seed = 0
+        self._program: LearnerProgram | None = None
         self._closed = False
         self._stdout: RayOutputToStderr | None = None
 
-    def start(self, program: UpdateProgram, *, seed: int) -> None:
+    def start(self, program: LearnerProgram) -> None:
         ray = self._ray
         self._program = program
-        self._seed = seed
         if not ray.is_initialized() and self.address is not None:
             check_reachable(self.address)
         self._stdout = RayOutputToStderr.install()
@@ -161,12 +159,12 @@ class RayBackend:
         actor_class = ray.remote(LearnerActor)
         self._actors[learner] = actor_class.options(
             num_cpus=cpus, max_concurrency=4, name=None
-        ).remote(learner, self._program, self._seed)
+        ).remote(learner, self._program)
 
-    def prepare(self, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+    def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
         """Nothing to allocate: the object store takes any shape."""
 
-    def broadcast(self, round_index: int, theta_all: torch.Tensor, batch: TensorDictBase) -> None:
+    def broadcast(self, round_index: int, state: torch.Tensor, batch: TensorDictBase) -> None:
         ray = self._ray
         # Answers of earlier rounds are no longer needed: end their injected delays.
         for ref, (_, pending_round, _) in list(self._pending.items()):
@@ -174,16 +172,16 @@ class RayBackend:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
                 del self._pending[ref]
-        self._refs = (ray.put(theta_all), ray.put(batch))
+        self._refs = (ray.put(state), ray.put(batch))
 
     def submit(self, task: Task) -> None:
         assert self._refs is not None
         actor = self._actors.get(task.learner)
         if actor is None:
             return
-        theta_ref, batch_ref = self._refs
+        state_ref, batch_ref = self._refs
         ref = actor.compute.remote(
-            task.round_index, task.task_id, task.row, theta_ref, batch_ref, task.delay_s
+            task.round_index, task.task_id, task.row, task.seed, state_ref, batch_ref, task.delay_s
         )
         self._pending[ref] = (task.learner, task.round_index, task.task_id)
 
@@ -200,7 +198,7 @@ class RayBackend:
         for ref in ready:
             learner, round_index, task_id = self._pending.pop(ref)
             try:
-                _, _, coded, compute_s = ray.get(ref)
+                _, _, answer = ray.get(ref)
             except ray.exceptions.TaskCancelledError:
                 continue
             except ray.exceptions.RayActorError as exc:
@@ -209,9 +207,9 @@ class RayBackend:
             except ray.exceptions.RayTaskError as exc:
                 events.append(LearnerFailure(learner, round_index, str(exc), died=False))
                 continue
-            events.append(
-                LearnerResult(learner, round_index, task_id, torch.tensor(coded), compute_s)
-            )
+            # A copy: the decoder keeps the coded vector past the object store's reference to it.
+            answer = dataclasses.replace(answer, coded=answer.coded.clone())
+            events.append(LearnerResult(learner, round_index, task_id, answer))
         return events
 
     def alive(self, learner: int) -> bool:
