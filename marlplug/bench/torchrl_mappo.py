@@ -52,6 +52,8 @@ class MappoSettings:
     """Value clipping (``None``: off, as in the tutorial)."""
     critic_coeff: float | None = None
     """Weight of the value loss (``None``: TorchRL's default)."""
+    loss_critic_type: str = "smooth_l1"
+    """Distance of the value loss (TorchRL's default, which the tutorial keeps)."""
     entropy_coeff: float = 1e-4
     gamma: float = 0.99
     lmbda: float = 0.9
@@ -161,6 +163,7 @@ def mappo_loss(
         clip_value=settings.clip_value,
         entropy_coeff=settings.entropy_coeff,
         critic_coeff=settings.critic_coeff,
+        loss_critic_type=settings.loss_critic_type,
         normalize_advantage=settings.normalize_advantage,
         # Statistics over batch and time, per agent (dim -2 of [batch, agents, 1]).
         normalize_advantage_exclude_dims=(-2,),
