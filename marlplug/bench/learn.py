@@ -126,6 +126,7 @@ def run_bench(
         return evaluate(eval_env, policy, episodes=episodes, seed=eval_seed)
 
     runs: dict[str, list[LearnRun]] = {side: [] for side in sides}
+    order: list[tuple[int, str]] = []
     with stderr_progress(len(seeds) * len(sides) + 1, label="bench learn") as progress:
         progress.advance("reference policies", steps=0)
         references = {
@@ -137,6 +138,7 @@ def run_bench(
             shift = index % len(sides)
             for side in sides[shift:] + sides[:shift]:
                 progress.advance(f"seed {seed}: {side}", steps=0)
+                order.append((seed, side))
                 trained = train_side(side, frames, seed, agents=agents, threads=threads)
                 result = evaluated(trained.policy)
                 runs[side].append(
@@ -162,6 +164,7 @@ def run_bench(
         "eval_seed": eval_seed,
         "torch_threads": threads,
         "references": references,
+        "order": order,
         "sides": {
             side: {"runs": [asdict(run) for run in side_runs], "median": median_row(side_runs)}
             for side, side_runs in runs.items()
