@@ -7,6 +7,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -16,7 +17,6 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.bench.learn import SIDES, format_table
 from marlplug.bench.torchrl_mappo import GROUP, TUNED, TUTORIAL, batch_sizes, train_torchrl_mappo
-from marlplug.cli.main import main
 from marlplug.envs import make_env, normalized_score
 
 
@@ -90,12 +90,12 @@ def test_the_table_has_a_row_per_run_and_a_median_per_side(report: dict[str, Any
     ],
 )
 def test_bad_options_are_one_line(
-    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    args: list[str], message: str, run_cli: Callable[..., Any]
 ) -> None:
-    assert main(["bench", "learn", *args]) == 2
-    stderr = capsys.readouterr().err
-    assert message in stderr and "Traceback" not in stderr
-    assert len(stderr.strip().splitlines()) <= 2
+    result = run_cli("bench", "learn", *args)
+    assert result.exit_code == 2
+    assert message in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) <= 2
 
 
 def test_presets_are_the_tutorial_and_the_tuned_variant() -> None:
