@@ -49,7 +49,7 @@ def reference_target(
     Example:
         >>> target = reference_target("random", scenario="keep_away", backend="mpe", agents=None)
         >>> target.describe()["agents"]
-        {'agent': 2, 'adversary': 2}
+        {'agent': 1, 'adversary': 1}
     """
     options: dict[str, Any] = {} if agents is None else {"agents": agents}
     env = make_env(scenario, backend=backend, **options)

@@ -110,8 +110,8 @@ def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
     Example:
         >>> from marlplug.envs import make_env
         >>> env = make_env("keep_away", seed=0)
-        >>> env.rollout(2, random_policy(env))["agent", "action"].shape
-        torch.Size([2, 2])
+        >>> env.rollout(2, random_policy(env))["adversary", "action"].shape  # 2 steps, 1 adversary
+        torch.Size([2, 1])
     """
     del scenario  # any scenario
     return RandomPolicy(env.full_action_spec)
