@@ -1,10 +1,9 @@
 """``marlplug bench train``: ``marlplug train`` vs a plain TorchRL MAPPO pipeline, side by side.
 
-The plain pipeline is written the way TorchRL's multi-agent PPO tutorial writes it (MultiAgentMLP
-policy and centralized critic, ClipPPOLoss, GAE, Collector, ReplayBuffer, Adam), on the same env,
-PPO settings, network sizes, epochs, minibatches, torch threads and frame budget. Trials alternate
-which side runs first; medians are reported with every trial's numbers. On a terminal, a progress bar
-on stderr counts the runs (trials x sides).
+The plain pipeline is :mod:`marlplug.bench.torchrl_mappo` (TorchRL's multi-agent PPO tutorial), run
+with marlplug's settings: the same env, PPO settings, per-agent network sizes, epochs, minibatches,
+torch threads and frame budget. Trials alternate which side runs first; medians are reported with
+every trial's numbers. On a terminal, a progress bar on stderr counts the runs (trials x sides).
 """
 
 from __future__ import annotations
@@ -12,21 +11,13 @@ from __future__ import annotations
 import json
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 
 import click
 import torch
-from tensordict.nn import TensorDictModule
-from torch.distributions import Categorical
-from torchrl.collectors import Collector
-from torchrl.data import LazyTensorStorage, ReplayBuffer
-from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
-from torchrl.modules import MultiAgentMLP, ProbabilisticActor
-from torchrl.objectives import ClipPPOLoss, ValueEstimators
 
+from marlplug.bench.torchrl_mappo import GROUP, MappoSettings, train_torchrl_mappo
 from marlplug.config import load_config
-from marlplug.envs import make_env
 from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
 from marlplug.train.trainer import episode_returns
@@ -54,111 +45,31 @@ class BenchSettings:
 
 def plain_torchrl_mappo(settings: BenchSettings, *, seed: int) -> tuple[float, float | None]:
     """Train like TorchRL's MAPPO tutorial; returns (frames per second, final mean return)."""
-    torch.manual_seed(seed)
-    agents, group = settings.agents, "agent"
-    env = make_env("cooperative_navigation", agents=agents, seed=seed)
-    observation_dim = env.observation_spec[group, "observation"].shape[-1]
-    n_actions = env.full_action_spec[group, "action"].space.n
-    policy_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim,
-        n_agent_outputs=n_actions,
-        n_agents=agents,
-        centralized=False,
-        share_params=False,
-        depth=2,
-        num_cells=settings.hidden,
-        activation_class=torch.nn.Tanh,
-    )
-    policy = ProbabilisticActor(
-        TensorDictModule(
-            policy_net, in_keys=[(group, "observation")], out_keys=[(group, "logits")]
-        ),
-        in_keys={"logits": (group, "logits")},
-        out_keys=[(group, "action")],
-        distribution_class=Categorical,
-        return_log_prob=True,
-        log_prob_key=(group, "action_log_prob"),
-    )
-    critic_net = MultiAgentMLP(
-        n_agent_inputs=observation_dim,
-        n_agent_outputs=1,
-        n_agents=agents,
-        centralized=True,
-        share_params=False,
-        depth=2,
-        num_cells=settings.hidden,
-        activation_class=torch.nn.Tanh,
-    )
-    critic = TensorDictModule(
-        critic_net, in_keys=[(group, "observation")], out_keys=[(group, "state_value")]
-    )
-    frames_per_batch = settings.frames_per_batch
-    collector = Collector(
-        env,
-        policy,
-        frames_per_batch=frames_per_batch,
-        total_frames=frames_per_batch * settings.updates,
-        auto_register_policy_transforms=False,
-    )
-    replay_buffer = ReplayBuffer(
-        storage=LazyTensorStorage(frames_per_batch),
-        sampler=SamplerWithoutReplacement(),
-        batch_size=settings.minibatch,
-    )
-    loss_module = ClipPPOLoss(
-        actor_network=policy,
-        critic_network=critic,
+    mappo = MappoSettings(
+        frames_per_batch=settings.frames_per_batch,
+        epochs=settings.epochs,
+        minibatch_size=settings.minibatch,
+        lr=settings.lr,
+        max_grad_norm=settings.max_grad_norm,
         clip_epsilon=settings.clip_epsilon,
         clip_value=settings.clip_value,
-        entropy_coeff=settings.entropy_coeff,
         critic_coeff=settings.critic_coeff,
-        normalize_advantage=True,
-        normalize_advantage_exclude_dims=(-2,),
         loss_critic_type="l2",
+        entropy_coeff=settings.entropy_coeff,
+        gamma=settings.gamma,
+        lmbda=settings.lmbda,
+        normalize_advantage=True,
+        hidden=settings.hidden,
+        share_params=False,  # marlplug's per-agent networks
+        agents=settings.agents,
     )
-    loss_module.set_keys(
-        reward=(group, "reward"),
-        action=(group, "action"),
-        sample_log_prob=(group, "action_log_prob"),
-        value=(group, "state_value"),
-        done=(group, "done"),
-        terminated=(group, "terminated"),
-        advantage=(group, "advantage"),
-        value_target=(group, "value_target"),
+    trained = train_torchrl_mappo(mappo, settings.frames_per_batch * settings.updates, seed)
+    returns = (
+        torch.zeros(0)
+        if trained.last_batch is None
+        else episode_returns(trained.last_batch, [GROUP])
     )
-    loss_module.make_value_estimator(
-        ValueEstimators.GAE, gamma=settings.gamma, lmbda=settings.lmbda
-    )
-    optimizer = torch.optim.Adam(loss_module.parameters(), lr=settings.lr)
-    final_return = None
-    start = time.perf_counter()
-    for tensordict_data in collector:
-        with torch.no_grad():
-            loss_module.value_estimator(
-                tensordict_data,
-                params=loss_module.critic_network_params,
-                target_params=loss_module.target_critic_network_params,
-            )
-        replay_buffer.extend(tensordict_data.reshape(-1))
-        for _ in range(settings.epochs):
-            for _ in range(frames_per_batch // settings.minibatch):
-                subdata = replay_buffer.sample()
-                loss_vals = loss_module(subdata)
-                loss_value = (
-                    loss_vals["loss_objective"]
-                    + loss_vals["loss_critic"]
-                    + loss_vals["loss_entropy"]
-                )
-                loss_value.backward()
-                torch.nn.utils.clip_grad_norm_(loss_module.parameters(), settings.max_grad_norm)
-                optimizer.step()
-                optimizer.zero_grad()
-        collector.update_policy_weights_()
-        returns = episode_returns(tensordict_data, [group])
-        final_return = float(returns.mean()) if returns.numel() else final_return
-    seconds = time.perf_counter() - start
-    collector.shutdown()
-    return frames_per_batch * settings.updates / seconds, final_return
+    return trained.fps, float(returns.mean()) if returns.numel() else None
 
 
 def marlplug_train(

@@ -25,6 +25,11 @@ BENCHMARKS: dict[str, LazyCommand] = {
         "marlplug.bench.envs:envs",
         "Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials.",
     ),
+    "learn": LazyCommand(
+        "marlplug.bench.learn:learn",
+        "marlplug's default config vs plain TorchRL MAPPO: evaluated return per frame budget and "
+        "seed.",
+    ),
     "loss": LazyCommand(
         "marlplug.bench.loss:loss",
         "JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor.",

@@ -97,6 +97,10 @@ COMMANDS = {
         "marlplug.cli.envs:envs",
         "List scenarios of every installed backend with their parameters and defaults.",
     ),
+    "evaluate": LazyCommand(
+        "marlplug.cli.evaluate:evaluate",
+        "Evaluate a reference policy: mean and std of the episode return, per group too.",
+    ),
     "plugins": LazyCommand(
         "marlplug.cli.plugins:plugins",
         "List installed plugins: status, distribution, version, hooks, components, problems.",

@@ -8,14 +8,18 @@
 - :class:`JointEnv`, the surface for your own non-TorchRL environment, and :class:`JointEnvWrapper`,
   which makes one a TorchRL env every trainer takes;
 - rendering (:func:`render_frame`, :func:`rollout_frames`) and scripted situations
-  (:func:`scripted_rewards`) for tests and docs.
+  (:func:`scripted_rewards`) for tests and docs;
+- reference policies (:func:`random_policy`, :func:`scripted_policy`) and :func:`evaluate`, which
+  scores any policy on fixed evaluation seeds.
 """
 
+from marlplug.envs.evaluate import EvaluationResult, evaluate, normalized_score
 from marlplug.envs.factory import available_envs, get_scenario, make_env
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.envs.joint import JointEnv, JointEnvWrapper, JointStepResult
 from marlplug.envs.layout import AgentLayout, EnvLayout, GroupLayout, read_layout
 from marlplug.envs.options import AdversarialOptions, ScenarioOptions
+from marlplug.envs.policies import Policy, random_policy, reference_policy, scripted_policy
 from marlplug.envs.render import render_frame, rollout_frames
 from marlplug.envs.scenario import EnvScenario
 from marlplug.envs.scripted import scripted_rewards
@@ -25,17 +29,24 @@ __all__ = [
     "AgentLayout",
     "EnvLayout",
     "EnvScenario",
+    "EvaluationResult",
     "GroupLayout",
     "JointEnv",
     "JointEnvWrapper",
     "JointStepResult",
     "MultiAgentEnvAdapter",
+    "Policy",
     "ScenarioOptions",
     "available_envs",
+    "evaluate",
     "get_scenario",
     "make_env",
+    "normalized_score",
+    "random_policy",
     "read_layout",
+    "reference_policy",
     "render_frame",
     "rollout_frames",
+    "scripted_policy",
     "scripted_rewards",
 ]

@@ -7,7 +7,7 @@ whole episode that holds every position it visits. Other envs (VMAS) use their o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +16,7 @@ from tensordict import TensorDictBase
 from torchrl.envs import EnvBase, PettingZooWrapper, SerialEnv, TransformedEnv
 from torchrl.envs.utils import step_mdp
 
+from marlplug.envs.policies import Policy
 from marlplug.errors import UserError
 
 #: Side of a drawn frame in pixels (FRAME_INCHES x FRAME_DPI).
@@ -173,9 +174,6 @@ def render_frame(env: EnvBase) -> np.ndarray:
     if bodies is None:
         return _native_frame(env)
     return draw_bodies(bodies, view=view_around([bodies]), title=scenario_title(env))
-
-
-Policy = Callable[[TensorDictBase], TensorDictBase]
 
 
 def _team_reward(tensordict: TensorDictBase, groups: Sequence[str]) -> tuple[float, int]:

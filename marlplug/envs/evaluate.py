@@ -1,0 +1,200 @@
+"""Evaluate a policy: N whole episodes on fixed evaluation seeds; mean, std, per-group returns.
+
+An episode's return is its reward summed over steps and over every agent (the team's return), the
+figure the learning benchmarks compare (``marlplug bench learn``, ``marlplug evaluate``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.envs import EnvBase
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marlplug.config import MarlplugConfig
+from marlplug.envs.factory import make_env
+from marlplug.envs.policies import Policy
+from marlplug.errors import UserError
+from marlplug.seeding import derive_seed
+
+#: Mixed into every evaluation seed, so evaluation episodes never replay a training rollout (the
+#: trainer derives its rollout seeds from ``(seed, update)``); "eval" in ASCII.
+EVALUATION_SALT = 0x6576616C
+#: Steps after which an episode that has not ended is an error (no marlplug scenario is that long).
+MAX_EPISODE_STEPS = 100_000
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Returns of evaluation episodes, in episode order.
+
+    Example:
+        >>> result = EvaluationResult(returns=[-2.0, -4.0], group_returns={"agent": [-2.0, -4.0]})
+        >>> result.mean, result.std, result.group_means
+        (-3.0, 1.0, {'agent': -3.0})
+    """
+
+    returns: list[float]
+    """Per episode: reward summed over steps and all agents."""
+    group_returns: dict[str, list[float]]
+    """Per group, per episode: reward summed over steps and the group's agents."""
+    seed: int = 0
+    """The evaluation seed the episodes were derived from."""
+    deterministic: bool = True
+    """Greedy / mean actions (``True``) or samples."""
+    frames: int = field(default=0)
+    """Env steps run (every copy counted)."""
+
+    @property
+    def episodes(self) -> int:
+        return len(self.returns)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.returns)
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation over episodes (0 for one episode)."""
+        return statistics.pstdev(self.returns)
+
+    @property
+    def group_means(self) -> dict[str, float]:
+        return {group: statistics.fmean(values) for group, values in self.group_returns.items()}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``: the summary and every episode's return."""
+        return {
+            "episodes": self.episodes,
+            "mean": self.mean,
+            "std": self.std,
+            "group_means": self.group_means,
+            "seed": self.seed,
+            "deterministic": self.deterministic,
+            "returns": self.returns,
+            "group_returns": self.group_returns,
+        }
+
+
+def normalized_score(value: float, *, random: float, scripted: float) -> float:
+    """The oracle-normalized score ``(value - random) / (scripted - random)``: 0 = random, 1 = oracle.
+
+    Example:
+        >>> normalized_score(-50.0, random=-80.0, scripted=-20.0)
+        0.5
+    """
+    if scripted == random:
+        raise ValueError("normalized_score: the scripted and random returns are equal")
+    return (value - random) / (scripted - random)
+
+
+def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any) -> EnvBase:
+    """The env of ``config`` for evaluation; ``changes`` override ``backend`` or scenario options.
+
+    Example:
+        >>> from marlplug.config import load_config
+        >>> env = evaluation_env(load_config(data={"env": {"agents": 2}}))
+        >>> env.group_map["agent"]
+        ['agent_0', 'agent_1']
+    """
+    backend = changes.pop("backend", config.env.backend)
+    options = {**config.env.options.model_dump(), **changes}
+    return make_env(config.env.name, backend=backend, num_envs=num_envs, **options)
+
+
+def first_episode_returns(rollout: TensorDictBase, groups: list[str]) -> dict[str, torch.Tensor]:
+    """Per group, ``[copies]`` each env copy's return over its first episode in ``rollout``.
+
+    ``rollout`` is ``[*copies, T]``; steps after a copy's first ``done`` (auto-reset or repeated
+    rows) are left out.
+    """
+    done = rollout.get(("next", "done")).squeeze(-1)  # [*copies, T]
+    if not bool(done.any(-1).all()):
+        raise UserError(
+            f"evaluate: an episode did not end within {done.shape[-1]} steps; "
+            "evaluation needs episodes that end (set the scenario's max_steps)"
+        )
+    # A step counts while no earlier step of its copy was done.
+    earlier = done.long().cumsum(-1) - done.long()
+    counted = (earlier == 0).reshape(-1, done.shape[-1])
+    returns = {}
+    for group in groups:
+        reward = rollout.get(("next", group, "reward"))  # [*copies, T, agents, 1]
+        reward = reward.reshape(counted.shape[0], counted.shape[1], -1).sum(-1)
+        returns[group] = (reward * counted).sum(-1).double()
+    return returns
+
+
+def evaluate(
+    env_or_config: EnvBase | MarlplugConfig,
+    policy: Policy,
+    *,
+    episodes: int = 100,
+    seed: int = 0,
+    deterministic: bool = True,
+) -> EvaluationResult:
+    """Run ``episodes`` whole episodes of ``policy`` and return their returns.
+
+    Episodes run in rounds of as many as the env has copies; round r resets the env from seed
+    ``derive_seed(seed, EVALUATION_SALT, r)`` (and seeds torch's RNG with it, for sampled actions),
+    so the same ``(seed, env copies)`` gives the same episodes and none replays a training rollout.
+    torch's global RNG is left as it was.
+
+    Args:
+        env_or_config: a TorchRL env from :func:`marlplug.envs.make_env` (groups as nested keys), or
+            a config whose env is built (one copy).
+        policy: TensorDict -> TensorDict with each group's ``action`` written; a TorchRL actor
+            acts greedily (mode / mean) under ``deterministic``.
+        episodes: how many episodes.
+        seed: the evaluation seed (a run's seed is fine: the salt keeps the episodes apart).
+        deterministic: TorchRL's ``DETERMINISTIC`` exploration type instead of ``RANDOM``.
+
+    Example:
+        >>> from marlplug.envs import make_env, random_policy
+        >>> env = make_env("cooperative_navigation", agents=3)
+        >>> result = evaluate(env, random_policy(env), episodes=2, seed=1)
+        >>> result.episodes, result.group_returns["agent"] == result.returns
+        (2, True)
+    """
+    if episodes < 1:
+        raise UserError(f"evaluate: episodes must be >= 1, got {episodes}")
+    env = (
+        evaluation_env(env_or_config)
+        if isinstance(env_or_config, MarlplugConfig)
+        else env_or_config
+    )
+    groups = list(env.group_map)
+    copies = max(1, env.batch_size.numel())
+    collected: dict[str, list[torch.Tensor]] = {group: [] for group in groups}
+    frames = 0
+    exploration = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
+    with torch.random.fork_rng(devices=[]), set_exploration_type(exploration), torch.no_grad():
+        for round_index in range(math.ceil(episodes / copies)):
+            round_seed = derive_seed(seed, EVALUATION_SALT, round_index)
+            env.set_seed(round_seed)
+            torch.manual_seed(round_seed)
+            rollout = env.rollout(
+                MAX_EPISODE_STEPS,
+                policy,
+                break_when_any_done=False,
+                break_when_all_done=True,
+            )
+            frames += rollout.numel()
+            for group, values in first_episode_returns(rollout, groups).items():
+                collected[group].append(values)
+    group_returns = {
+        group: torch.cat(parts)[:episodes].tolist() for group, parts in collected.items()
+    }
+    team = [sum(values) for values in zip(*group_returns.values(), strict=True)]
+    return EvaluationResult(
+        returns=team,
+        group_returns=group_returns,
+        seed=seed,
+        deterministic=deterministic,
+        frames=frames,
+    )

@@ -1,0 +1,174 @@
+"""Reference policies that bound a learning curve: uniform ``random`` and a ``scripted`` oracle.
+
+A policy maps an env's TensorDict (TorchRL keys, agent groups nested) to the same TensorDict with
+every group's ``action`` written, so ``env.rollout(n, policy)`` and :func:`marlplug.envs.evaluate`
+run it. A learned return R is stated as the oracle-normalized score
+``(R - random) / (scripted - random)`` (:func:`marlplug.envs.evaluate.normalized_score`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from mpe2._mpe_utils.core import Agent, World
+from scipy.optimize import linear_sum_assignment
+from tensordict import TensorDictBase
+from torchrl.envs import EnvBase
+from torchrl.envs.utils import RandomPolicy
+
+from marlplug.errors import UserError
+
+#: A policy: reads a TensorDict, writes each group's ``action`` into it and returns it.
+Policy = Callable[[TensorDictBase], TensorDictBase]
+
+#: Discrete move of each mpe action (``[no_action, left, right, down, up]``, mpe2's ``_set_action``).
+MOVES = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [0.0, -1.0], [0.0, 1.0]])
+#: mpe2 multiplies a discrete move by this when the agent sets no ``accel`` (simple_spread does not).
+SENSITIVITY = 5.0
+
+
+class ScriptedSpread:
+    """Cooperative navigation's oracle: optimal agent->landmark assignment, then steer to it.
+
+    Every step, from the observations alone: the cost of agent i covering landmark j is their
+    distance; :func:`scipy.optimize.linear_sum_assignment` picks the assignment of least total
+    distance (the scenario's reward is minus the sum of the closest agent's distances). Each agent
+    then takes the discrete action whose one-step lookahead on mpe2's dynamics lands nearest its
+    landmark. mpe2 moves the position with the *old* velocity before it adds the action's force
+    (``World.integrate_state``), so an action first shows two positions ahead: the lookahead
+    compares ``p + v dt + (v (1 - damping) + a dt / m) dt`` over the five actions.
+
+    The observation layout is mpe2 ``simple_spread``'s (the VMAS backend copies it): own velocity
+    (2), own position (2), every landmark relative to the agent (2 N), every other agent relative to
+    it (2 (N - 1)), their silent communication (2 (N - 1)).
+
+    Args:
+        agents: N, the number of agents (and landmarks).
+        group: the agents' group key.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", agents=3, seed=0)
+        >>> rollout = env.rollout(25, ScriptedSpread(agents=3))
+        >>> bool(rollout["next", "agent", "reward"].mean() > -1.0)
+        True
+    """
+
+    def __init__(self, *, agents: int, group: str = "agent") -> None:
+        self.agents, self.group = agents, group
+        world, agent = World(), Agent()
+        self.dt, self.damping = float(world.dt), float(world.damping)
+        # One action's velocity change: a unit move times mpe2's sensitivity, over the mass, for dt.
+        self.velocity_change = MOVES * SENSITIVITY / float(agent.mass) * self.dt
+
+    @property
+    def observation_size(self) -> int:
+        """Width of one agent's observation: 4 + 2 N + 4 (N - 1)."""
+        return 4 + 2 * self.agents + 4 * (self.agents - 1)
+
+    def targets(self, observation: torch.Tensor) -> torch.Tensor:
+        """``[..., N, 2]`` the absolute position of each agent's assigned landmark."""
+        n = self.agents
+        position = observation[..., 2:4]
+        relative = observation[..., 4 : 4 + 2 * n].unflatten(
+            -1, (n, 2)
+        )  # [..., agent, landmark, 2]
+        cost = relative.norm(dim=-1).reshape(-1, n, n).double().numpy()
+        assigned = np.stack([linear_sum_assignment(matrix)[1] for matrix in cost])
+        landmark = torch.as_tensor(assigned).reshape(observation.shape[:-1])
+        chosen = relative.gather(-2, landmark[..., None, None].expand(*landmark.shape, 1, 2))
+        return position + chosen.squeeze(-2)
+
+    def actions(self, observation: torch.Tensor) -> torch.Tensor:
+        """``[..., N]`` the action of each agent (int64), for observations ``[..., N, D]``."""
+        if observation.shape[-2:] != (self.agents, self.observation_size):
+            raise UserError(
+                f"scripted policy: observations of shape {tuple(observation.shape[-2:])} are not "
+                f"cooperative navigation's with {self.agents} agents "
+                f"({self.agents}, {self.observation_size})"
+            )
+        observation = observation.float()
+        velocity, position = observation[..., 0:2], observation[..., 2:4]
+        target = self.targets(observation)
+        # Position once the action acts (two steps ahead), for each of the five actions.
+        coasted = position + velocity * self.dt
+        next_velocity = velocity[..., None, :] * (1 - self.damping) + self.velocity_change
+        ahead = coasted[..., None, :] + next_velocity * self.dt  # [..., N, 5, 2]
+        return (ahead - target[..., None, :]).norm(dim=-1).argmin(-1)
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        observation = tensordict.get((self.group, "observation"))
+        tensordict.set((self.group, "action"), self.actions(observation))
+        return tensordict
+
+
+def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
+    """Uniform random actions from ``env``'s action spec (any scenario), drawn from torch's RNG.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("keep_away", seed=0)
+        >>> env.rollout(2, random_policy(env))["adversary", "action"].shape  # 2 steps, 1 adversary
+        torch.Size([2, 1])
+    """
+    del scenario  # any scenario
+    return RandomPolicy(env.full_action_spec)
+
+
+def scripted_policy(env: EnvBase, *, scenario: str) -> Policy:
+    """The scripted oracle of ``scenario`` for ``env`` (only cooperative navigation has one).
+
+    Raises:
+        UserError: the scenario has no scripted policy, or ``env`` is not laid out like it.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", agents=2, seed=0)
+        >>> scripted_policy(env, scenario="cooperative_navigation").agents
+        2
+    """
+    if scenario != "cooperative_navigation":
+        raise UserError(
+            f"--policy scripted: no scripted policy for '{scenario}'; scenarios with one: "
+            "cooperative_navigation"
+        )
+    group_map = getattr(env, "group_map", {})
+    if list(group_map) != ["agent"]:
+        raise UserError(
+            "--policy scripted: cooperative navigation has one group 'agent'; "
+            f"this env has {list(group_map)}"
+        )
+    policy = ScriptedSpread(agents=len(group_map["agent"]))
+    width = env.observation_spec["agent", "observation"].shape[-1]
+    if width != policy.observation_size:
+        raise UserError(
+            f"--policy scripted: observations of width {width}, expected "
+            f"{policy.observation_size} (simple_spread's layout with {policy.agents} agents)"
+        )
+    return policy
+
+
+#: ``--policy`` name -> builder ``(env, scenario=...) -> policy``.
+REFERENCE_POLICIES: dict[str, Callable[..., Policy]] = {
+    "random": random_policy,
+    "scripted": scripted_policy,
+}
+
+
+def reference_policy(name: str, env: EnvBase, *, scenario: str) -> Policy:
+    """The reference policy ``name`` (``random`` or ``scripted``) for ``env`` of ``scenario``.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", agents=3, seed=0)
+        >>> type(reference_policy("scripted", env, scenario="cooperative_navigation")).__name__
+        'ScriptedSpread'
+    """
+    if name not in REFERENCE_POLICIES:
+        raise UserError(
+            f"--policy: unknown reference policy '{name}'; choose one of: "
+            + ", ".join(REFERENCE_POLICIES)
+        )
+    return REFERENCE_POLICIES[name](env, scenario=scenario)
