@@ -1,7 +1,7 @@
 """marlplug: plugin-based multi-agent RL on TorchRL — joint PPO with coupled losses, coded training.
 
 The names below are the public API. The torch-heavy ones are imported on first use, so ``import
-marlplug`` (which every plugin does) stays cheap and free of import cycles.
+marlplug`` (which every plugin does, and ``marlplug --help``) stays cheap: it loads only the core.
 
 Example:
     >>> import marlplug

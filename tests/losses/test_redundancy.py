@@ -162,17 +162,12 @@ def test_single_agent_is_zero_and_bad_shapes_are_user_errors() -> None:
 
 
 def test_options_come_from_the_config() -> None:
-    config = load_config(
-        data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "coef": 0.5}]}
-    )
-    options = config.losses[1].options
+    config = load_config(data={"losses": [{"name": "redundancy", "coef": 0.5}]})
+    options = config.losses[0].options
     loss = RedundancyLoss(**options.model_dump())
     assert loss.coef == 0.5 and loss.pair_reduction == "sum"
     with pytest.raises(ConfigError, match=r"losses\[1\].pair_reduction"):
-        load_config(
-            data={"losses": [{"name": "redundancy", "pair_reduction": "max"}]}
-            | {"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "pair_reduction": "max"}]}
-        )
+        load_config(data={"losses": ["cka", {"name": "redundancy", "pair_reduction": "max"}]})
 
 
 def _correlated_features(rows: int, agents: int, width: int, seed: int) -> list[torch.Tensor]:
@@ -224,10 +219,8 @@ def test_double_backward_is_refused_not_silently_wrong() -> None:
 def test_sample_rows_below_two_is_a_config_error() -> None:
     with pytest.raises(UserError, match="sample_rows"):
         RedundancyLoss(sample_rows=1)
-    with pytest.raises(ConfigError, match=r"losses\[1\].sample_rows"):
-        load_config(
-            data={"losses": [{"name": "clip_ppo"}, {"name": "redundancy", "sample_rows": 1}]}
-        )
+    with pytest.raises(ConfigError, match=r"losses\[0\].sample_rows"):
+        load_config(data={"losses": [{"name": "redundancy", "sample_rows": 1}]})
 
 
 @pytest.mark.parametrize(("rows", "agents", "width"), [(16384, 4, 8), (1000, 32, 64)])

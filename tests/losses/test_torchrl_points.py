@@ -234,12 +234,14 @@ def test_point7_a_sum_that_drops_the_aux_loss_is_reported() -> None:
 def test_point8_a_public_config_to_trainer_and_loss_entry() -> None:
     config = {
         "env": {"name": "cooperative_navigation", "agents": 2},
-        "losses": [{"name": "clip_ppo"}, {"name": "redundancy", "coef": 0.1}],
+        "algorithm": {"name": "ppo", "clip_range": 0.1},
+        "losses": [{"name": "redundancy", "coef": 0.1}],
         "train": {"rollout_steps": 20, "minibatch_size": 10},
     }
     setup = marlplug.build.build_loss(config)
     assert isinstance(setup.loss, JointPPOLoss)
     assert setup.loss.reduction == "agent_sum"  # the trainer's own settings
+    assert setup.loss.clip_epsilon == 0.1  # the algorithm's option
     rollout_data = setup.env.rollout(5, setup.policy)
     setup.loss.value_estimator(rollout_data)
     total = sum_losses(setup.loss(rollout_data.reshape(-1)))
@@ -249,7 +251,7 @@ def test_point8_a_public_config_to_trainer_and_loss_entry() -> None:
     assert trainer.config.seed == 2
     trainer.close()
     for bad, field in (
-        ({**config, "losses": [{"name": "clip_ppo"}, {"name": "redundancyy"}]}, "losses[1]"),
+        ({**config, "losses": [{"name": "redundancy"}, {"name": "redundancyy"}]}, "losses[1]"),
         ({**config, "env": {"name": "cooperative_navigaton"}}, "env"),
     ):
         with pytest.raises(UserError) as error:
