@@ -10,9 +10,13 @@ chase in a few updates. Episodes are cut after ``episode_length`` steps (a time 
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from marlplug.envs import JointStepResult
+import torch
+from torchrl.envs import EnvBase
+
+from marlplug.envs import EnvScenario, JointEnvWrapper, JointStepResult
+from marlplug.errors import ConfigError
 
 
 class LinePursuit:
@@ -67,3 +71,30 @@ class LinePursuit:
             observations=self._observations(),
             truncated=done,
         )
+
+
+class LinePursuitScenario(EnvScenario):
+    """:class:`LinePursuit` as a scenario, so a config can name it (``env: {name: line_pursuit,
+    backend: joint}``); one copy only."""
+
+    scenario = "line_pursuit"
+    backend = "joint"
+    summary = "pursuers chase a randomly walking prey along a line (a JointEnv)"
+
+    def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
+        if num_envs != 1:
+            raise ConfigError(f"train.num_envs: line_pursuit runs one copy, got {num_envs}")
+        pursuit = LinePursuit(
+            num_agents=self.options.agents,
+            episode_length=self.options.max_steps,
+            continuous=self.options.continuous_actions,
+        )
+        actions: dict[str, Any] = (
+            {"action_low": [-1.0], "action_high": [1.0]}
+            if self.options.continuous_actions
+            else {"n_actions": 3}
+        )
+        env = JointEnvWrapper(pursuit, **actions)
+        if seed is not None:
+            env.set_seed(seed)
+        return env

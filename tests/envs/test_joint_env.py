@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from torchrl.envs.utils import ExplorationType, check_env_specs, set_exploration_type
 
+import marlplug
+from marlplug.build import build_trainer
 from marlplug.envs import JointEnv, JointEnvWrapper, JointStepResult, MultiAgentEnvAdapter
 from marlplug.errors import UserError
 from marlplug.nn import JointActorCritic
+from marlplug.testing import check_env_scenario, register_plugin
 from marlplug.train import JointMultiAgentTrainer, JointTrainerConfig
-from tests.envs.line_world import LinePursuit
+from tests.envs.line_world import LinePursuit, LinePursuitScenario
 
 
 def _greedy_reward(policy: torch.nn.Module, *, seed: int) -> float:
@@ -35,6 +40,27 @@ def test_a_joint_env_trains_with_the_joint_trainer() -> None:
     # Random moves earn about -0.1 per step, chasing about +0.5 (the prey walks away at times);
     # across training seeds, six updates take the greedy policy from <= 0.2 to >= 0.3.
     assert after > before + 0.15 and after > 0.25, (before, after, returns)
+
+
+def test_a_joint_env_scenario_trains_from_a_config() -> None:
+    @marlplug.hookimpl
+    def marlplug_envs() -> dict[str, type]:
+        return {"joint/line_pursuit": LinePursuitScenario}
+
+    with register_plugin(SimpleNamespace(marlplug_envs=marlplug_envs), name="line-pursuit"):
+        check_env_scenario(
+            LinePursuitScenario, options={"agents": 3}, num_envs=(1,), steps=6, renders=False
+        )
+        trainer = build_trainer(
+            {
+                "env": {"name": "line_pursuit", "backend": "joint", "agents": 2, "max_steps": 12},
+                "train": {"rollout_steps": 24, "minibatch_size": 24, "n_epochs": 1},
+            }
+        )
+        stats = trainer.train_update()
+        trainer.close()
+    assert trainer.agent_names == ["agent_0", "agent_1"]
+    assert stats.mean_return is not None and stats.frames == 24
 
 
 def test_continuous_actions_train_one_update() -> None:
