@@ -46,6 +46,19 @@ def per_part_errors(program: LinearProgram, actual: AgentUpdate, expected: Agent
     }
 
 
+def mds_controller(program: Any, backend: LocalBackend) -> CodedController:
+    """``mds`` on N learners with one 0.05 s straggler per round."""
+    scheme = MDSCode()
+    return CodedController(
+        program,
+        scheme.assignment_matrix(M, N, 0),
+        backend,
+        scheme=scheme,
+        stragglers=StragglerModel(count=1, delay_s=0.05, seed=0),
+        round_timeout_s=30,
+    )
+
+
 @pytest.mark.slow  # 60 wall-clock rounds on 5 worker processes, with 7 restarts
 def test_a_run_with_learner_kills_ends_where_the_centralized_run_ends() -> None:
     program = LinearProgram(M)
@@ -56,16 +69,8 @@ def test_a_run_with_learner_kills_ends_where_the_centralized_run_ends() -> None:
         seed = derive_seed(0, round_index)
         reference = centralized(program, reference.theta, reference.opt_state, batch, seed)
 
-    scheme = MDSCode()
     backend = LocalBackend(N)
-    controller = CodedController(
-        program,
-        scheme.assignment_matrix(M, N, 0),
-        backend,
-        scheme=scheme,
-        stragglers=StragglerModel(count=1, delay_s=0.05, seed=0),
-        round_timeout_s=30,
-    )
+    controller = mds_controller(program, backend)
     restarted: list[int] = []
     state = start
     with controller:
@@ -106,20 +111,8 @@ def maddpg_run(coded: bool) -> dict[str, Any]:
     theta, opt_state = program.init_state(0)
     first = torch.cat([theta, opt_state], dim=1)
     sampler = torch.Generator().manual_seed(1)
-    scheme = MDSCode()
     backend = LocalBackend(N) if coded else None
-    controller = (
-        CodedController(
-            program,
-            scheme.assignment_matrix(M, N, 0),
-            backend,
-            scheme=scheme,
-            stragglers=StragglerModel(count=1, delay_s=0.05, seed=0),
-            round_timeout_s=30,
-        )
-        if coded
-        else None
-    )
+    controller = mds_controller(program, backend) if backend is not None else None
     restarted: list[int] = []
     rounds = 0
     try:
