@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from marlplug.losses import JointPPOLoss
     from marlplug.nn import JointActorCritic
-    from marlplug.optim.agent_optim import AgentAdam
+    from marlplug.optim.adam import AgentAdam
     from marlplug.train import JointMultiAgentTrainer, JointTrainerConfig
 
 #: A config: a loaded :class:`MarlplugConfig`, a YAML/TOML file, or a dict of config sections.

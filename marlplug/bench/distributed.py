@@ -25,8 +25,9 @@ import numpy as np
 import torch
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
+from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.coding import make_decoder
 from marlplug.coding.exact import from_ordinals
 from marlplug.distributed.backends.local import LocalBackend
@@ -63,7 +64,7 @@ class Setting:
 
 def _warmed_up(
     setting: Setting, env_backend: str, seed: int, algorithm_options: dict[str, Any]
-) -> tuple[MaddpgProgram, ExperienceCollector, torch.Tensor]:
+) -> tuple[MaddpgRows, ExperienceCollector, torch.Tensor]:
     """The setting's MADDPG program, a collector whose replay buffer can serve a minibatch, and θ."""
     from marlplug.envs import make_env
 
@@ -71,7 +72,7 @@ def _warmed_up(
     if setting.adversaries:
         env_options["adversaries"] = setting.adversaries
     env = make_env(setting.scenario, backend=env_backend, seed=seed, **env_options)
-    program = MADDPG(**algorithm_options).bind(MultiAgentEnvAdapter(env).agents)
+    program = MaddpgRows(MADDPG(**algorithm_options).program(MultiAgentEnvAdapter(env).agents))
     collector = ExperienceCollector(env, program, seed=seed)
     theta = program.init_state(seed)
     while not collector.ready():

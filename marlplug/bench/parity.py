@@ -16,6 +16,7 @@ import click
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.stragglers import StragglerModel
 from marlplug.plotting import saved_figure
@@ -42,7 +43,7 @@ def return_curve(
     env = make_env(
         "cooperative_navigation", backend=env_backend, agents=agents, num_envs=num_envs, seed=seed
     )
-    program = MADDPG(**options).bind(MultiAgentEnvAdapter(env).agents)
+    program = MaddpgRows(MADDPG(**options).program(MultiAgentEnvAdapter(env).agents))
     updater: Updater
     if coded:
         scheme = get_plugin_manager().registry("code")["mds"]()

@@ -76,11 +76,12 @@ class CodedController:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from marlplug.algorithms.maddpg import MADDPG
+        >>> from marlplug.algorithms.row_bridge import MaddpgRows
         >>> from marlplug.algorithms.spaces import AgentSpace
         >>> from marlplug.coding import MDSCode
         >>> agents = [AgentSpace(f"agent_{i}", "agent", obs_dim=4, action_dim=3, discrete=True)
         ...           for i in range(2)]
-        >>> program = MADDPG(hidden_sizes=[8]).bind(agents)
+        >>> program = MaddpgRows(MADDPG(hidden_sizes=[8]).program(agents))
         >>> theta = program.init_state(seed=0)
         >>> batch = TensorDict(obs=torch.zeros(16, 2, 4), action=torch.zeros(16, 2, 3),
         ...     reward=torch.ones(16, 2), next_obs=torch.zeros(16, 2, 4),
