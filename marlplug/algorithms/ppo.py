@@ -21,7 +21,7 @@ from marlplug.algorithms.ppo_params import loss_parameter_groups
 from marlplug.algorithms.ppo_program import PpoProgram, UpdateStepResult, seeded, step_modules
 from marlplug.config import MAX_WIDTH
 from marlplug.config import Options as ConfigOptions
-from marlplug.errors import ConfigError
+from marlplug.errors import ConfigError, UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.actor_critic import JointActorCritic
@@ -114,9 +114,10 @@ class PPO:
         lr: float,
         max_grad_norm: float,
         env: EnvBase | None = None,
+        policy: Any = None,
     ) -> PpoProgram:
         """The update program over ``loss``'s structure (``env``: where ``init_state`` draws fresh
-        networks from, as :meth:`build_model` does)."""
+        networks from, as :meth:`build_model` does; ``policy``: what acts with the loss's actors)."""
 
         def networks() -> tuple[Any, Any]:
             assert env is not None
@@ -128,6 +129,7 @@ class PPO:
             max_grad_norm=max_grad_norm,
             adam=AdamSettings(lr=lr, eps=self.adam_eps),
             networks=None if env is None else networks,
+            policy=policy,
         )
 
     def build_loss(
@@ -166,14 +168,34 @@ class PPO:
             model = self.build_model(env)
             loss = self.build_loss(model, config)
         return self.program(
-            loss, lr=config.train.lr, max_grad_norm=config.train.max_grad_norm, env=env
+            loss,
+            lr=config.train.lr,
+            max_grad_norm=config.train.max_grad_norm,
+            env=env,
+            policy=model.policy,
         )
 
     def rollouts(self, env: EnvBase, program: PpoProgram, config: MarlplugConfig) -> PpoRollouts:
         """On-policy rollouts of ``env`` with per-agent GAE and epochs of shuffled minibatches."""
-        from marlplug.algorithms.ppo_rollouts import PpoRollouts
+        from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts
 
-        return PpoRollouts(env, program, config)
+        if program.policy is None:
+            raise UserError("PPO.rollouts: the program has no policy to act with (use PPO.bind)")
+        train = config.train
+        return PpoRollouts(
+            env,
+            program.loss,
+            program.policy,
+            seed=config.seed,
+            rollout_steps=train.rollout_steps,
+            plan=MinibatchPlan(
+                n_epochs=train.n_epochs,
+                minibatch_size=train.minibatch_size,
+                iterate_all_minibatches=train.iterate_all_minibatches,
+                max_minibatches_per_epoch=train.max_minibatches_per_epoch,
+            ),
+            load=program.load,
+        )
 
     def update_step(
         self,

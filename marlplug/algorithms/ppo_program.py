@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -102,6 +103,7 @@ class PpoProgram:
         max_grad_norm: each agent's global L2 clip.
         adam: Adam's learning rate, betas and eps.
         networks: builds fresh actors and critics for :meth:`init_state` (``None``: refused).
+        policy: the module that acts with the loss's actors (for rollouts).
 
     Parameters shared between agents (``MultiAgentMLP(share_params=True)``) have no per-agent row:
     they are refused (train them with :func:`step_modules`).
@@ -123,8 +125,11 @@ class PpoProgram:
         max_grad_norm: float,
         adam: AdamSettings,
         networks: NetworkFactory | None = None,
+        policy: Any = None,
     ) -> None:
         self.loss = loss
+        #: The module that acts with the loss's actors (what :class:`PpoRollouts` collects with).
+        self.policy = policy
         self.max_grad_norm = max_grad_norm
         self.adam = adam
         self._networks = networks
@@ -187,19 +192,28 @@ class PpoProgram:
                 opt_state[rows, -1] = states[0]["step"]
         return theta, opt_state
 
+    def load(self, theta: torch.Tensor) -> None:
+        """Every agent's ``theta`` row into the loss's weights, in place."""
+        params = dict(self.loss.named_parameters())
+        with torch.no_grad():
+            for group in self.groups:
+                rows = theta[group.first : group.first + group.n_agents]
+                for param, value in zip(
+                    _params(params, group), self._unpack(group, rows), strict=True
+                ):
+                    param.copy_(value)
+
     def write(self, theta: torch.Tensor, opt_state: torch.Tensor, optimizer: AgentAdam) -> None:
         """The inverse of :meth:`rows`: every agent's rows into the loss's weights and ``optimizer``'s
         state, in place (a decoded second moment is kept non-negative, a step count whole)."""
+        self.load(theta)
         params = dict(self.loss.named_parameters())
         for group in self.groups:
             rows = slice(group.first, group.first + group.n_agents)
             tensors = _params(params, group)
-            values = self._unpack(group, theta[rows])
             avgs = self._unpack(group, opt_state[rows])
             sqs = self._unpack(group, opt_state[rows, self.theta_size :])
-            for param, value, avg, sq in zip(tensors, values, avgs, sqs, strict=True):
-                with torch.no_grad():
-                    param.copy_(value)
+            for param, avg, sq in zip(tensors, avgs, sqs, strict=True):
                 state = optimizer.state[param]
                 state["exp_avg"] = avg
                 state["exp_avg_sq"] = sq.clamp_(min=0.0)

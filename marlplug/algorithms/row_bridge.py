@@ -93,11 +93,14 @@ class MaddpgRows(Rows):
     def __init__(self, program: MaddpgProgram) -> None:
         super().__init__(program)
         self.maddpg = program
-        self.options = program.options
-        self.agents = program.agents
-        self.act = program.act
-        self.env_scale = program.env_scale
-        self.codec = program.codec
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (act, env_scale, options, agents, codec, ...) is the program's. Looked
+        # up through __dict__: an instance being unpickled has no ``maddpg`` yet.
+        program = self.__dict__.get("maddpg")
+        if program is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(program, name)
 
     def update(
         self,

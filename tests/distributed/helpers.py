@@ -5,20 +5,21 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict
 
-from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
+from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.seeding import agent_seed
 
 
-def small_program(num_agents: int) -> MaddpgProgram:
+def small_program(num_agents: int) -> MaddpgRows:
     agents = [
         AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True)
         for i in range(num_agents)
     ]
-    return MADDPG(hidden_sizes=[16, 16], minibatch_size=32).bind(agents)
+    return MaddpgRows(MADDPG(hidden_sizes=[16, 16], minibatch_size=32).program(agents))
 
 
-def small_batch(program: MaddpgProgram, seed: int = 0) -> TensorDict:
+def small_batch(program: MaddpgRows, seed: int = 0) -> TensorDict:
     generator = torch.Generator().manual_seed(seed)
     size, m = 32, program.num_agents
     obs = torch.randn(size, m, program.obs_dim, generator=generator)
@@ -33,7 +34,7 @@ def small_batch(program: MaddpgProgram, seed: int = 0) -> TensorDict:
 
 
 def centralized(
-    program: MaddpgProgram, theta: torch.Tensor, batch: TensorDict, round_index: int, seed: int = 0
+    program: MaddpgRows, theta: torch.Tensor, batch: TensorDict, round_index: int, seed: int = 0
 ) -> torch.Tensor:
     agents = list(range(program.num_agents))
     return program.update(theta, agents, batch, [agent_seed(seed, round_index, i) for i in agents])

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
+from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.coding import MDSCode
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
@@ -26,7 +27,7 @@ M, N, ITERATIONS = 3, 5, 80
 KILLS = {12: [0, 1], 30: [2], 47: [0, 3, 4], 66: [1]}
 
 
-def program_and_env() -> tuple[MaddpgProgram, Any]:
+def program_and_env() -> tuple[MaddpgRows, Any]:
     env = make_env("cooperative_navigation", backend="mpe", seed=0, agents=M)
     algorithm = MADDPG(
         hidden_sizes=[64, 64],  # the authors' network; with [16] the drift stayed below 1e-6
@@ -35,11 +36,11 @@ def program_and_env() -> tuple[MaddpgProgram, Any]:
         steps_per_iteration=10,
         buffer_size=2000,
     )
-    return algorithm.bind(MultiAgentEnvAdapter(env).agents), env
+    return MaddpgRows(algorithm.program(MultiAgentEnvAdapter(env).agents)), env
 
 
 def per_tensor_relative_error(
-    program: MaddpgProgram, actual: torch.Tensor, expected: torch.Tensor
+    program: MaddpgRows, actual: torch.Tensor, expected: torch.Tensor
 ) -> dict[str, float]:
     """``‖actual − expected‖ / ‖expected‖`` per agent and named state tensor (0 where both are 0)."""
     errors = {}
