@@ -109,9 +109,9 @@ class MaddpgOptions(Options):
 
 
 class MADDPG:
-    """The MADDPG learner algorithm (plugin name ``maddpg``), built from its :class:`MaddpgOptions`.
+    """The MADDPG learner algorithm (plugin name ``maddpg``).
 
-    :meth:`bind` fixes the agents and returns the :class:`MaddpgProgram` that holds the pure
+    Built from its :class:`MaddpgOptions` (their one declaration). :meth:`bind` fixes the agents and returns the :class:`MaddpgProgram` that holds the pure
     per-agent update; :meth:`rollouts` the replay buffer it learns from.
 
     Examples:

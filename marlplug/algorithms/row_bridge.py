@@ -109,10 +109,16 @@ class MaddpgRows(Rows):
         batch: TensorDictBase,
         seeds: Sequence[int],
     ) -> torch.Tensor:
-        """``[len(agents), P + O]``: the agents' new rows."""
+        """``[len(agents), P + O]``: the agents' new rows.
+
+        An agent the program reports non-finite (it kept its rows) comes back as NaN rows: today's
+        runner stops on a non-finite state (``runs/nonfinite.check_finite_states``), not on stats.
+        """
         theta, opt_state = self.split(theta_all)
         out = self.maddpg.update_seeded(theta, opt_state, batch, agents, seeds)
-        return torch.cat([out.theta, out.opt_state], dim=1)
+        rows = torch.cat([out.theta, out.opt_state], dim=1)
+        rows[out.stats["nonfinite"]] = float("nan")
+        return rows
 
 
 def runner_program(algorithm: Any, env: EnvBase) -> Any:
