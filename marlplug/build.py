@@ -96,7 +96,7 @@ def build_loss(config: ConfigLike, overrides: Sequence[str] = ()) -> LossSetup:
     """
     trainer = build_trainer(config, overrides)
     # The trainer's collector is never iterated: stop it and keep the env for the caller's own.
-    trainer.collector.shutdown(close_env=False)
+    trainer.rollouts.close(close_env=False)
     return LossSetup(
         env=trainer.env,
         policy=trainer.model.policy,

@@ -185,6 +185,6 @@ class PpoRollouts:
         """Continue from :meth:`state_dict`'s output."""
         self.frames = int(state["frames"])
 
-    def close(self) -> None:
-        """Stop the collector (and the env with it)."""
-        self.collector.shutdown()
+    def close(self, *, close_env: bool = True) -> None:
+        """Stop the collector (and the env with it, unless ``close_env`` is false)."""
+        self.collector.shutdown(close_env=close_env)
