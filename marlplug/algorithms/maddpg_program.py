@@ -5,9 +5,8 @@ Agent ``i``'s ``theta`` row holds its actor, critic, target actor and target cri
 (:attr:`MaddpgProgram.theta_codec` and :attr:`MaddpgProgram.opt_codec` document the exact layout).
 A call's agents are updated together as one stacked network (one ``bmm`` per layer), and agent
 ``i``'s random numbers come from ``(seed, i)`` only, so every replica of agent ``i``'s update draws
-the same noise whichever other agents share its call. Replicas computed in calls of different
-shapes agree to float32 rounding (BLAS picks kernels per shape and per CPU); the decoder's least
-squares absorbs that.
+the same noise whichever other agents share its call. Calls of different shapes agree to float32
+rounding (BLAS picks kernels per shape and per CPU).
 """
 
 from __future__ import annotations
@@ -21,7 +20,14 @@ from tensordict import TensorDictBase
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_linear, stacked_mlp
+from marlplug.nn.functional import (
+    gumbel_from_uniform_,
+    gumbel_noise,
+    init_mlp,
+    mlp_shapes,
+    stacked_linear,
+    stacked_mlp,
+)
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
 from marlplug.seeding import agent_seed, derive_seed
@@ -33,6 +39,9 @@ if TYPE_CHECKING:
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
 _MASKED_LOGIT = -1e9
+_Tensors = list[torch.Tensor]
+#: One network's step: new params, first and second moments, step counts, norms, who stepped.
+_Stepped = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class MaddpgProgram:
@@ -333,14 +342,7 @@ class MaddpgProgram:
 
     def _step(
         self, own: dict[str, torch.Tensor], names: list[str], grads: Sequence[torch.Tensor]
-    ) -> tuple[
-        list[torch.Tensor],
-        list[torch.Tensor],
-        list[torch.Tensor],
-        torch.Tensor,
-        torch.Tensor,
-        torch.Tensor,
-    ]:
+    ) -> _Stepped:
         """Per-agent clip and Adam on one network: new params, moments, step counts, the norms
         before clipping and which agents stepped (finite norm)."""
         clipped, norms, finite = clip_per_agent(grads, self.options.max_grad_norm)
@@ -369,7 +371,7 @@ class MaddpgProgram:
             generator = torch.Generator().manual_seed(int(seed))
             torch.rand(target.shape[1:], generator=generator, out=target[row])
             torch.rand(policy.shape[1:], generator=generator, out=policy[row])
-        return _gumbel_from_uniform_(target), _gumbel_from_uniform_(policy)
+        return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
 
     def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """``[S, B, M * A]`` soft joint actions: Gumbel-softmax or tanh per agent, padding zeroed.
@@ -394,13 +396,3 @@ class MaddpgProgram:
         soft = torch.softmax(raw.masked_fill(~mask, _MASKED_LOGIT) + noise, dim=-1)
         continuous = torch.tanh(raw) * mask
         return torch.where(self.discrete.index_select(0, index).reshape(-1, 1, 1), soft, continuous)
-
-
-def gumbel_noise(shape: Sequence[int], generator: torch.Generator | None) -> torch.Tensor:
-    """Standard Gumbel samples ``-log(-log(u))`` with ``u`` kept away from 0 and 1."""
-    return _gumbel_from_uniform_(torch.rand(tuple(shape), generator=generator))
-
-
-def _gumbel_from_uniform_(uniform: torch.Tensor) -> torch.Tensor:
-    """Turn uniform samples into Gumbel samples (in place where possible; see :func:`gumbel_noise`)."""
-    return -torch.log(-torch.log(uniform.clamp_(1e-10, 1.0 - 1e-7)))

@@ -18,7 +18,8 @@ from torch import nn
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import PpoProgram, UpdateStepResult, seeded, step_modules
+from marlplug.algorithms.ppo_program import PpoProgram, seeded
+from marlplug.algorithms.ppo_step import UpdateStepResult, step_modules
 from marlplug.config import MAX_WIDTH
 from marlplug.config import Options as ConfigOptions
 from marlplug.errors import ConfigError, UserError

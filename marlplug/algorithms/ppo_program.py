@@ -7,14 +7,14 @@ and critic (stacked weights, in the loss's parameter order), zero-padded to the 
 :meth:`PpoProgram.update` loads ``theta_all`` into the loss functionally, runs ONE forward of
 ``L_total`` (the joint PPO loss plus aux losses, torch's RNG seeded from ``seed``) and ONE backward,
 then clips the gradient rows of the asked agents per agent and steps them with the per-agent Adam of
-:mod:`marlplug.optim`. :func:`step_modules` is the same update on the loss's own parameters and a
-:class:`~marlplug.optim.adam.AgentAdam` (what the joint trainer and TorchRL users hold), with shared
-parameters and frozen agents.
+:mod:`marlplug.optim`. :func:`marlplug.algorithms.ppo_step.step_modules` is the same update on the
+loss's own parameters and a :class:`~marlplug.optim.adam.AgentAdam` (what the joint trainer and TorchRL
+users hold), with shared parameters and frozen agents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +28,7 @@ from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
 from marlplug.optim.adam import AdamSettings, AgentAdam, adam
-from marlplug.optim.clip import clip_grad_norm_per_agent_, clip_per_agent
+from marlplug.optim.clip import clip_per_agent
 
 Key = tuple[str, ...]
 #: ``() -> (actors, critics)``: fresh networks by group, drawn from torch's global RNG.
@@ -44,25 +44,6 @@ def seeded(seed: int | None) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
-
-
-@dataclass
-class UpdateStepResult:
-    """What one optimization step of :func:`step_modules` did.
-
-    Attributes:
-        losses: the loss module's output, detached.
-        total_loss: L_total (the sum of the ``loss_*`` entries).
-        grad_norms: every agent's gradient norm before clipping, in agent order.
-        stepped: which agents' parameters moved.
-        nonfinite: which agents were skipped because their gradient norm was not finite.
-    """
-
-    losses: TensorDictBase
-    total_loss: float
-    grad_norms: torch.Tensor
-    stepped: torch.Tensor
-    nonfinite: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -99,14 +80,14 @@ class PpoProgram:
 
     Args:
         loss: the joint loss; its structure is used, never its current weights (except by
-            :func:`step_modules`).
+            :func:`~marlplug.algorithms.ppo_step.step_modules`).
         max_grad_norm: each agent's global L2 clip.
         adam: Adam's learning rate, betas and eps.
         networks: builds fresh actors and critics for :meth:`init_state` (``None``: refused).
         policy: the module that acts with the loss's actors (for rollouts).
 
     Parameters shared between agents (``MultiAgentMLP(share_params=True)``) have no per-agent row:
-    they are refused (train them with :func:`step_modules`).
+    they are refused (train them with :func:`~marlplug.algorithms.ppo_step.step_modules`).
 
     Examples:
         >>> from tests.losses.helpers import make_batch, make_loss, make_model
@@ -342,49 +323,6 @@ class PpoProgram:
             new_theta[rows] = theta_rows
             new_opt[rows] = opt_out
         return norms, finite
-
-
-def step_modules(
-    loss: JointPPOLoss,
-    optimizer: AgentAdam,
-    batch: TensorDictBase,
-    *,
-    max_grad_norm: float,
-    frozen: Collection[int] = (),
-    seed: int | None = None,
-) -> UpdateStepResult:
-    """:meth:`PpoProgram.update` for every agent on the loss's own parameters, in place.
-
-    The same forward (:func:`forward_backward`), clip rule and Adam as the program, on modules and
-    an :class:`AgentAdam` (what the joint trainer and TorchRL users hold). It also handles what rows
-    cannot: shared parameters (their own clipping budget, stepped only when the whole group steps)
-    and ``frozen`` agents (global indices; their parameters and Adam state do not move).
-    """
-    groups = loss_parameter_groups(loss)
-    optimizer.zero_grad(set_to_none=True)
-    losses, total = forward_backward(loss, batch, seed)
-    total.backward()
-    norms, finite = clip_grad_norm_per_agent_(groups, max_grad_norm)
-    active = finite.clone()
-    for agent in frozen:
-        if not 0 <= agent < active.numel():
-            raise UserError(
-                f"frozen: agent index {agent} is out of range; there are {active.numel()} agents"
-            )
-        active[agent] = False
-    masks, start = {}, 0
-    for group in groups:
-        masks[group.group] = active[start : start + group.n_agents]
-        start += group.n_agents
-    optimizer.step(active=masks)
-    optimizer.zero_grad(set_to_none=True)
-    return UpdateStepResult(
-        losses=losses.detach(),
-        total_loss=float(total.detach()),
-        grad_norms=norms,
-        stepped=active,
-        nonfinite=~finite,
-    )
 
 
 def _params(params: Mapping[str, torch.Tensor], group: _Group) -> list[torch.Tensor]:

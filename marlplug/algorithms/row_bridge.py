@@ -23,7 +23,8 @@ from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_program import MaddpgProgram
 from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import PpoProgram, UpdateStepResult, forward_backward
+from marlplug.algorithms.ppo_program import PpoProgram, forward_backward
+from marlplug.algorithms.ppo_step import UpdateStepResult
 from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss

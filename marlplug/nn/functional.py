@@ -85,3 +85,17 @@ def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor
             # In place: the layer's output is saved by nothing but the ReLU's own backward.
             x = torch.relu_(x)
     return x
+
+
+def gumbel_noise(shape: Sequence[int], generator: torch.Generator | None) -> torch.Tensor:
+    """Standard Gumbel samples ``-log(-log(u))`` with ``u`` kept away from 0 and 1.
+
+    >>> gumbel_noise((2, 3), torch.Generator().manual_seed(0)).shape
+    torch.Size([2, 3])
+    """
+    return gumbel_from_uniform_(torch.rand(tuple(shape), generator=generator))
+
+
+def gumbel_from_uniform_(uniform: torch.Tensor) -> torch.Tensor:
+    """Turn uniform samples into Gumbel samples (in place where possible; see :func:`gumbel_noise`)."""
+    return -torch.log(-torch.log(uniform.clamp_(1e-10, 1.0 - 1e-7)))
