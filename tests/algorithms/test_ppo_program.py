@@ -119,3 +119,33 @@ def test_bind_builds_the_configs_networks_from_its_seed() -> None:
     assert torch.equal(theta, program.rows()[0])  # the bound loss holds init_state(seed)
     assert torch.count_nonzero(opt_state) == 0
     assert not torch.equal(program.init_state(config.seed + 1)[0], theta)
+
+
+def test_rollouts_are_a_function_of_theta_and_the_iteration() -> None:
+    """A resumed run re-collects an iteration bit for bit: the env, the policy's sampling and the
+    minibatch order are reseeded from ``(seed, iteration)``; ``sync`` sets the acting weights."""
+    config = load_config(
+        data={
+            "env": {"name": "cooperative_navigation", "agents": 2},
+            "algorithm": {"name": "ppo", "hidden_size": 8, "feature_dim": 4},
+            "losses": [{"name": "clip_ppo"}],
+            "train": {"rollout_steps": 10, "minibatch_size": 5, "n_epochs": 2},
+        }
+    )
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    algorithm = PPO(hidden_size=8, feature_dim=4)
+    program = algorithm.bind(env, config)
+    source = algorithm.rollouts(env, program, config)
+    try:
+        theta, _ = program.init_state(config.seed)
+        first = [batch.clone() for batch in source.batches(theta, 3)]
+        source.sync(theta * 0.5)  # other weights act in between
+        list(source.batches(theta * 0.5, 4))
+        again = [batch.clone() for batch in source.batches(theta, 3)]
+        assert len(first) == 2  # n_epochs minibatches of the first 5 shuffled rows
+        for one, two in zip(first, again, strict=True):
+            # The collector numbers trajectories over its lifetime; nothing learns from that.
+            assert (one.exclude("collector") == two.exclude("collector")).all()
+        assert source.iteration_stats()["frames"] == 30
+    finally:
+        source.close()
