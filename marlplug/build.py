@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from marlplug.losses import JointPPOLoss
     from marlplug.nn import JointActorCritic
-    from marlplug.optim.agent_optim import AgentAdam
+    from marlplug.optim.adam import AgentAdam
     from marlplug.train import JointMultiAgentTrainer, JointTrainerConfig
 
 #: A config: a loaded :class:`MarlplugConfig`, a YAML/TOML file, or a dict of config sections.
@@ -96,7 +96,7 @@ def build_loss(config: ConfigLike, overrides: Sequence[str] = ()) -> LossSetup:
     """
     trainer = build_trainer(config, overrides)
     # The trainer's collector is never iterated: stop it and keep the env for the caller's own.
-    trainer.collector.shutdown(close_env=False)
+    trainer.rollouts.close(close_env=False)
     return LossSetup(
         env=trainer.env,
         policy=trainer.model.policy,

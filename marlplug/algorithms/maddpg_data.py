@@ -1,9 +1,12 @@
 """MADDPG's data side: acting in the env with the current actors, a TorchRL replay buffer of flat
-transitions, and seeded minibatch sampling. The controller of a coded run owns one of these."""
+transitions, and seeded minibatch sampling (:class:`ExperienceCollector`); :class:`MaddpgRollouts`
+is the same as MADDPG's :class:`~marlplug.algorithms.protocol.RolloutSource`."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -11,11 +14,35 @@ from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MaddpgProgram
+from marlplug.algorithms.maddpg_program import MaddpgProgram
+from marlplug.algorithms.spaces import AgentSpace
+from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from marlplug.algorithms.maddpg import MaddpgOptions
+    from marlplug.config import MarlplugConfig
 
 #: Separates the env's per-episode seeds from every other stream derived from the run's seed.
 _EPISODE_SALT = 11
+
+
+class Acting(Protocol):
+    """What the collector needs of a program: its agents, options and policy."""
+
+    agents: list[AgentSpace]
+    options: MaddpgOptions
+
+    def act(
+        self,
+        theta_all: torch.Tensor,
+        obs: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        explore: bool = True,
+    ) -> torch.Tensor: ...
+
+    def env_scale(self, actions: torch.Tensor) -> torch.Tensor: ...
 
 
 class ExperienceCollector:
@@ -40,14 +67,14 @@ class ExperienceCollector:
         >>> from marlplug.algorithms.maddpg import MADDPG
         >>> env = PettingZooWrapper(simple_spread_v3.parallel_env(N=2), categorical_actions=True)
         >>> adapter = MultiAgentEnvAdapter(env)
-        >>> program = MADDPG(minibatch_size=4).bind(adapter.agents)
+        >>> program = MADDPG(minibatch_size=4).bind(env)
         >>> collector = ExperienceCollector(env, program, seed=0)
-        >>> collector.collect(program.init_state(0), steps=5)
+        >>> collector.collect(program.init_state(0)[0], steps=5)
         >>> len(collector.buffer)
         5
     """
 
-    def __init__(self, env: EnvBase, program: MaddpgProgram, *, seed: int) -> None:
+    def __init__(self, env: EnvBase, program: Acting, *, seed: int) -> None:
         self.adapter = MultiAgentEnvAdapter(env)
         if [a.name for a in self.adapter.agents] != [a.name for a in program.agents]:
             raise ValueError("the program was bound to different agents than the env has")
@@ -185,3 +212,84 @@ class ExperienceCollector:
         self.generator.set_state(state["generator"])
         self._running_return = state["running_return"].clone()
         self.episode_returns = list(state["episode_returns"])
+
+
+class MaddpgRollouts:
+    """MADDPG's minibatches: per iteration, ``steps_per_iteration`` env steps with the current
+    actors into the replay buffer, then one seeded minibatch (one update round) once the buffer
+    holds enough transitions.
+
+    Args:
+        env: the env (batched over ``train.num_envs`` copies, or a single one).
+        program: the bound program (its agents must match the env's).
+        config: the run's config (``seed``; ``train.num_envs``).
+
+    Examples:
+        >>> from marlplug import load_config
+        >>> from marlplug.algorithms.maddpg import MADDPG
+        >>> from marlplug.envs import make_env
+        >>> config = load_config(data={"algorithm": {"name": "maddpg", "minibatch_size": 4,
+        ...                                          "learning_starts": 8, "steps_per_iteration": 5}})
+        >>> env = make_env("cooperative_navigation", agents=2, seed=0)
+        >>> algorithm = MADDPG(**config.algorithm.options.model_dump())
+        >>> program = algorithm.bind(env, config)
+        >>> source = algorithm.rollouts(env, program, config)
+        >>> theta, _ = program.init_state(0)
+        >>> [len(list(source.batches(theta, i))) for i in range(3)]
+        [0, 1, 1]
+    """
+
+    def __init__(self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig) -> None:
+        copies = MultiAgentEnvAdapter(env).num_envs
+        wanted = config.train.num_envs
+        if wanted > 1 and copies != wanted:
+            raise UserError(
+                f"train.num_envs: {wanted} env copies asked, but the env '{config.env.name}' runs "
+                f"{copies}; use a batched env backend (env.backend: vmas) or train.num_envs: 1"
+            )
+        self.env = env
+        self.program = program
+        self.collector = ExperienceCollector(env, program, seed=config.seed)
+        self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.env_steps = 0
+        self._seen = 0
+
+    def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:
+        """Collect this iteration's steps with ``theta_all``'s actors; yield one minibatch once the
+        buffer is ready (``learning_starts``)."""
+        del iteration  # the collector and the sampler carry their own streams
+        self._seen = len(self.collector.episode_returns)
+        steps = self.program.options.steps_per_iteration
+        self.collector.collect(theta_all, steps)
+        self.env_steps += steps * self.collector.adapter.num_envs
+        if self.collector.ready():
+            yield self.collector.sample(self.sampler)
+
+    def sync(self, theta_all: torch.Tensor) -> None:
+        """Nothing to do: the next :meth:`batches` acts with the state it is given."""
+        del theta_all
+
+    def iteration_stats(self) -> Mapping[str, Any]:
+        """``env_steps`` so far and the mean ``episode_return`` of the episodes that ended in the
+        last iteration (NaN when none did)."""
+        finished = self.collector.episode_returns[self._seen :]
+        mean = sum(finished) / len(finished) if finished else math.nan
+        return {"env_steps": self.env_steps, "episode_return": mean}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The replay buffer, exploration and env position, the sampler and the step count."""
+        return {
+            "collector": self.collector.state_dict(),
+            "sampler": self.sampler.get_state(),
+            "env_steps": self.env_steps,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict`'s output."""
+        self.collector.load_state_dict(dict(state["collector"]))
+        self.sampler.set_state(state["sampler"])
+        self.env_steps = int(state["env_steps"])
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()

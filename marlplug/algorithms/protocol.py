@@ -141,6 +141,8 @@ class LearnerAlgorithm(Protocol):
         """The update program for ``env``'s agents under ``config`` (its ``train`` and ``losses``)."""
         ...
 
-    def rollouts(self, env: EnvBase, program: LearnerProgram, config: MarlplugConfig) -> RolloutSource:
+    def rollouts(
+        self, env: EnvBase, program: LearnerProgram, config: MarlplugConfig
+    ) -> RolloutSource:
         """The source of ``program``'s minibatches on ``env`` (which it may close)."""
         ...

@@ -1,8 +1,9 @@
-"""Functional building blocks for updating many agents at once: stacked per-agent MLPs (weights with a
-leading agent dimension), per-agent gradient clipping and an Adam step on explicit optimizer state.
+"""Stacked per-agent layers as pure functions: weights with a leading agent dimension, one batched
+matmul for every agent. :mod:`marlplug.nn.stacked`'s modules run these same functions.
 
 Everything is a pure function of its tensors, so an agent's update can run on any learner and give the
 same result; batching a learner's agents is one ``bmm`` per layer instead of one module per agent.
+(Per-agent clipping and Adam live in :mod:`marlplug.optim`.)
 """
 
 from __future__ import annotations
@@ -50,6 +51,24 @@ def stacked_linear(x: torch.Tensor, weight: torch.Tensor, offset: torch.Tensor) 
     return torch.baddbmm(offset, x, weight)
 
 
+def stacked_linear_shared_input(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
+) -> torch.Tensor:
+    """``A`` linear layers that all read the same input: ``x`` ``[*batch, in]``, ``weight``
+    ``[A, in, out]``, ``bias`` ``[A, out]``; returns ``[*batch, A, out]``.
+
+    >>> stacked_linear_shared_input(torch.ones(2, 4), torch.ones(3, 4, 5), torch.zeros(3, 5)).shape
+    torch.Size([2, 3, 5])
+    """
+    # All agents' weights side by side make one wide GEMM ([B, in] @ [in, A·out]); its weight
+    # gradient is one GEMM too. A batched matmul over an expanded input does the same FLOPs as A
+    # narrow GEMMs, ~15% slower on CPU.
+    agents, fan_in, fan_out = weight.shape
+    side_by_side = weight.permute(1, 0, 2).reshape(fan_in, -1)
+    out = torch.addmm(bias.reshape(-1), x.reshape(-1, fan_in), side_by_side)
+    return out.reshape(*x.shape[:-1], agents, fan_out)
+
+
 def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
     """Forward ``A`` MLPs at once: ``x`` is ``[A, B, in]``, weights ``[A, in, out]``, biases ``[A, out]``.
 
@@ -68,54 +87,15 @@ def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor
     return x
 
 
-def clip_per_agent(grads: Sequence[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
-    """Scale each agent's gradients (dim 0 indexes agents) to a global L2 norm of at most ``max_norm``.
+def gumbel_noise(shape: Sequence[int], generator: torch.Generator | None) -> torch.Tensor:
+    """Standard Gumbel samples ``-log(-log(u))`` with ``u`` kept away from 0 and 1.
 
-    Same rule as ``torch.nn.utils.clip_grad_norm_`` applied to each agent's tensors on their own:
-    ``coef = min(1, max_norm / (norm + 1e-6))``. Agents never share a clipping budget.
+    >>> gumbel_noise((2, 3), torch.Generator().manual_seed(0)).shape
+    torch.Size([2, 3])
     """
-    # Tensor by tensor, in order: a reduction over a stacked [tensors, agents] array would sum in an
-    # order that depends on the number of agents, and replicas must agree to the bit.
-    squares = grads[0].reshape(grads[0].shape[0], -1).pow(2).sum(dim=1)
-    for grad in grads[1:]:
-        squares = squares + grad.reshape(grad.shape[0], -1).pow(2).sum(dim=1)
-    coef = (max_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
-    return [g * coef.reshape(-1, *([1] * (g.dim() - 1))) for g in grads]
+    return gumbel_from_uniform_(torch.rand(tuple(shape), generator=generator))
 
 
-def adam_step(
-    params: Sequence[torch.Tensor],
-    grads: Sequence[torch.Tensor],
-    exp_avgs: Sequence[torch.Tensor],
-    exp_avg_sqs: Sequence[torch.Tensor],
-    step: torch.Tensor,
-    *,
-    lr: float,
-    betas: tuple[float, float] = (0.9, 0.999),
-    eps: float = 1e-8,
-) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-    """One Adam step (``torch.optim.Adam``'s formula) on stacked per-agent tensors, out of place.
-
-    Args:
-        step: ``[A]`` step counts before this step (float; exact up to 2**24).
-
-    Returns:
-        ``(params, exp_avgs, exp_avg_sqs, step)`` after the step.
-    """
-    beta1, beta2 = betas
-    # A decoded state carries float64 round-off: a step count of 2.9999999 or a second moment of
-    # -1e-20 where the true value is 0. Snap the count and keep the moment non-negative.
-    new_step = step.round() + 1
-    new_params, new_avgs, new_sqs = [], [], []
-    for param, grad, avg, sq in zip(params, grads, exp_avgs, exp_avg_sqs, strict=True):
-        shape = (-1, *([1] * (param.dim() - 1)))
-        count = new_step.reshape(shape)
-        avg = avg.lerp(grad, 1 - beta1)
-        sq = sq.clamp(min=0.0) * beta2 + grad * grad * (1 - beta2)
-        bias_correction1 = 1 - beta1**count
-        bias_correction2_sqrt = (1 - beta2**count).sqrt()
-        denom = sq.sqrt() / bias_correction2_sqrt + eps
-        new_params.append(param - (lr / bias_correction1) * avg / denom)
-        new_avgs.append(avg)
-        new_sqs.append(sq)
-    return new_params, new_avgs, new_sqs, new_step
+def gumbel_from_uniform_(uniform: torch.Tensor) -> torch.Tensor:
+    """Turn uniform samples into Gumbel samples (in place where possible; see :func:`gumbel_noise`)."""
+    return -torch.log(-torch.log(uniform.clamp_(1e-10, 1.0 - 1e-7)))

@@ -51,11 +51,10 @@ def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
     buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only collects.
 
     Examples:
-        >>> from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
         >>> from marlplug.algorithms.maddpg import MADDPG
         >>> from marlplug.envs import make_env
         >>> env = make_env("cooperative_navigation", seed=0)
-        >>> program = MADDPG(learning_starts=5000).bind(MultiAgentEnvAdapter(env).agents)
+        >>> program = MADDPG(learning_starts=5000).bind(env)
         >>> learning_gate_note(ExperienceCollector(env, program, seed=0), coded=True)
         'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
     """

@@ -20,6 +20,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.algorithms.row_bridge import runner_program
 from marlplug.config import Options, validate_options
 from marlplug.errors import UserError
 from marlplug.seeding import agent_seed
@@ -76,7 +77,7 @@ def off_policy_case(
 
     environment = make_env(env, seed=seed, **dict(env_options or {"agents": 3}))
     adapter = MultiAgentEnvAdapter(environment)
-    program = algorithm.bind(adapter.agents)
+    program = runner_program(algorithm, environment)
     theta = program.init_state(seed)
     generator = torch.Generator().manual_seed(seed)
     columns: dict[str, list[torch.Tensor]] = {key: [] for key in TRANSITION_KEYS}

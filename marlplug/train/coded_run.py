@@ -20,13 +20,14 @@ from typing import Any
 
 import torch
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.coding.stragglers import StragglerModel
+from marlplug.algorithms.ppo import PPO
+from marlplug.algorithms.row_bridge import runner_program
 from marlplug.config import CodingSection, MarlplugConfig
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.base import Backend
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog, RoundTimeoutError
+from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.runs.checkpoint import (
@@ -103,7 +104,8 @@ def uses_maddpg_runner(config: MarlplugConfig) -> bool:
     """Whether ``marlplug train`` runs ``config`` with :func:`run_maddpg` (an off-policy learner
     algorithm such as ``maddpg``, coded or not) rather than the joint PPO trainer (which runs coded
     PPO, one coded round per minibatch step, when there is a ``coding:`` section)."""
-    return hasattr(_algorithm_class(config), "bind")
+    algorithm_class = _algorithm_class(config)
+    return hasattr(algorithm_class, "bind") and not issubclass(algorithm_class, PPO)
 
 
 def _algorithm_class(config: MarlplugConfig) -> Any:
@@ -218,7 +220,7 @@ def run_maddpg(
         seed=config.seed,
         **config.env.options.model_dump(),
     )
-    program = algorithm.bind(MultiAgentEnvAdapter(env).agents)
+    program = runner_program(algorithm, env)
     if config.coding is not None:  # refuse a code that cannot decode before the run folder exists
         coded_assignment(config.coding, program.num_agents, config.seed)
     total = iterations if iterations is not None else config.train.updates

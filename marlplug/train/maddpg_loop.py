@@ -17,8 +17,8 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg import MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.distributed.controller import RoundLog
 from marlplug.errors import UserError
 from marlplug.seeding import agent_seed
@@ -39,7 +39,7 @@ class CentralizedUpdater:
         >>> updater = CentralizedUpdater(program, seed=0)  # doctest: +SKIP
     """
 
-    def __init__(self, program: MaddpgProgram, *, seed: int) -> None:
+    def __init__(self, program: MaddpgRows, *, seed: int) -> None:
         self.program = program
         self.seed = seed
 
@@ -89,9 +89,7 @@ class MaddpgRunner:
         >>> logs = runner.run(iterations=3)  # doctest: +SKIP
     """
 
-    def __init__(
-        self, env: EnvBase, program: MaddpgProgram, updater: Updater, *, seed: int
-    ) -> None:
+    def __init__(self, env: EnvBase, program: MaddpgRows, updater: Updater, *, seed: int) -> None:
         self.program = program
         self.updater = updater
         self.collector = ExperienceCollector(env, program, seed=seed)

@@ -118,16 +118,13 @@ def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) 
     """Make every minibatch step of ``trainer`` one coded round on ``config.coding``'s learners.
 
     Returns the controller (close it when done) and the step (its ``round_logs``)."""
-    from marlplug.algorithms.ppo_coded import CodedPpoStep, PpoCodedProgram
+    from marlplug.algorithms.row_bridge import CodedPpoStep, Rows
     from marlplug.train.coded_run import build_controller
 
-    program = PpoCodedProgram(
-        trainer.algorithm,
-        trainer.loss,
-        lr=trainer.config.lr,
-        max_grad_norm=trainer.config.max_grad_norm,
+    program = trainer.algorithm.program(
+        trainer.loss, lr=trainer.config.lr, max_grad_norm=trainer.config.max_grad_norm
     )
-    controller = build_controller(config, program)
+    controller = build_controller(config, Rows(program))
     step = CodedPpoStep(program, controller, trainer.loss, trainer.optimizer)
     trainer.step_function = step
     return controller, step

@@ -1,8 +1,8 @@
 """JointMultiAgentTrainer: collect a rollout, per-agent GAE, minibatch epochs of joint PPO steps.
 
-Each update is a function of (parameters, optimizer state, seed, update index): the env, the
-sampling and the minibatch permutation are reseeded from ``(seed, update)``, so a run resumed from a
-checkpoint continues bit-identically.
+A facade over the PPO learner algorithm: :class:`~marlplug.algorithms.ppo_rollouts.PpoRollouts`
+collects and cuts the minibatches (reseeded from ``(seed, update)``, so a run resumed from a
+checkpoint continues bit-identically) and ``PPO.update_step`` runs each step in place.
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 from torch import nn
-from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
+from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts, episode_returns
+from marlplug.config.train import JointTrainerConfig
 from marlplug.losses.clip_ppo import ClipPPO
-from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.runs.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
 from marlplug.runs.stats import PER_AGENT_STATS, JointStats
-from marlplug.seeding import derive_seed
 
 #: One optimization step on a minibatch: ``step(minibatch, seed=..., frozen=...)``; it updates the
 #: trainer's loss weights and optimizer state in place (see :attr:`JointMultiAgentTrainer.step_function`).
@@ -35,29 +34,6 @@ _STAT_SOURCES = {
     "approx_kl": "approx_kl",
     "explained_var": "explained_variance",
 }
-
-
-def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
-    """Returns of the episodes that finished inside ``rollout`` (mean over agents of their returns)."""
-    rewards = torch.cat(
-        [
-            rollout.get(("next", group, "reward")).flatten(len(rollout.batch_size))
-            for group in groups
-        ],
-        dim=-1,
-    ).mean(-1)
-    done = rollout.get(("next", "done")).reshape(rewards.shape)
-    rewards = rewards.reshape(-1, rewards.shape[-1])  # [envs, T]
-    done = done.reshape(-1, done.shape[-1])
-    finished: list[torch.Tensor] = []
-    for env_rewards, env_done in zip(rewards, done, strict=True):
-        running = torch.cumsum(env_rewards, 0)
-        ends = torch.nonzero(env_done).flatten()
-        previous = torch.tensor(0.0)
-        for end in ends.tolist():
-            finished.append(running[end] - previous)
-            previous = running[end]
-    return torch.stack(finished) if finished else torch.zeros(0)
 
 
 class JointMultiAgentTrainer:
@@ -101,7 +77,7 @@ class JointMultiAgentTrainer:
             vf_coef=self.config.vf_coef,
             ent_coef=self.config.ent_coef,
             normalize_advantages=self.config.normalize_advantages,
-            loss_critic_type=loss_critic_type,
+            loss_critic_type=loss_critic_type,  # type: ignore[arg-type]
         )
         self.loss = clip_ppo.build(self.model.actors, self.model.critics, aux_losses=aux_losses)
         self.loss.make_value_estimator(gamma=self.config.gamma, lmbda=self.config.gae_lambda)
@@ -111,16 +87,19 @@ class JointMultiAgentTrainer:
         #: controller round here); ``None`` runs the step in this process.
         self.step_function: StepFunction | None = None
         self.update_index = 0
-        self.frames = 0
-        copies = max(1, env.batch_size.numel())
-        self.collector = Collector(
+        self.rollouts = PpoRollouts(
             env,
+            self.loss,
             self.model.policy,
-            frames_per_batch=self.config.rollout_steps * copies,
-            total_frames=-1,
-            auto_register_policy_transforms=False,
+            seed=self.config.seed,
+            rollout_steps=self.config.rollout_steps,
+            plan=MinibatchPlan(
+                n_epochs=self.config.n_epochs,
+                minibatch_size=self.config.minibatch_size,
+                iterate_all_minibatches=self.config.iterate_all_minibatches,
+                max_minibatches_per_epoch=self.config.max_minibatches_per_epoch,
+            ),
         )
-        self._batches = iter(self.collector)
         #: Skipped steps (non-finite gradient norms), the losses behind them, and the stop rule.
         self.nonfinite = NonfiniteMonitor(self.agent_names, self.config.max_nonfinite_steps)
 
@@ -132,45 +111,24 @@ class JointMultiAgentTrainer:
         """Agents (global indices) whose parameters and optimizer state must not move."""
         self.frozen = set(agents)
 
+    @property
+    def frames(self) -> int:
+        """Env frames collected so far."""
+        return self.rollouts.frames
+
     def collect_rollout(self) -> TensorDictBase:
         """One rollout from a freshly seeded env reset (seeded from ``(seed, update index)``)."""
-        rollout_seed = derive_seed(self.config.seed, self.update_index)
-        self.env.set_seed(rollout_seed)
-        torch.manual_seed(rollout_seed)
-        self.collector.reset()
-        rollout = next(self._batches)
-        self.frames += rollout.numel()
-        return rollout
-
-    def _minibatch_indices(self, rows: int, generator: torch.Generator) -> list[torch.Tensor]:
-        size = min(self.config.minibatch_size, rows)
-        order = torch.randperm(rows, generator=generator)
-        if not self.config.iterate_all_minibatches:
-            return [order[:size]]
-        chunks = list(order.split(size))
-        if self.config.max_minibatches_per_epoch is not None:
-            chunks = chunks[: self.config.max_minibatches_per_epoch]
-        return chunks
+        return self.rollouts.collect(self.update_index)
 
     def update(self, rollout: TensorDictBase) -> JointStats:
         """Per-agent GAE on ``rollout``, then ``n_epochs`` of minibatch steps; returns the stats."""
-        with torch.no_grad():
-            self.loss.value_estimator(rollout)
-        rows = rollout.reshape(-1)
-        generator = torch.Generator().manual_seed(
-            derive_seed(self.config.seed, self.update_index, 1)
-        )
         results: list[UpdateStepResult] = []
         terms: dict[str, set[str]] = {}
         affected = 0
-        for epoch in range(self.config.n_epochs):
-            for step, indices in enumerate(self._minibatch_indices(rows.shape[0], generator)):
-                result = self._step(
-                    rows[indices],
-                    seed=derive_seed(self.config.seed, self.update_index, 2, epoch, step),
-                )
-                results.append(result)
-                affected += self._check_finite(result, terms, step=len(results))
+        for minibatch, seed in self.rollouts.minibatches(rollout, self.update_index):
+            result = self._step(minibatch, seed=seed)
+            results.append(result)
+            affected += self._check_finite(result, terms, step=len(results))
         stats = self._stats(results, rollout)
         stats.nonfinite_terms = {term: sorted(agents) for term, agents in terms.items()}
         stats.nonfinite_agent_steps = affected
@@ -248,8 +206,8 @@ class JointMultiAgentTrainer:
         self.loss.load_state_dict(state["loss"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.update_index = int(state["update_index"])
-        self.frames = int(state["frames"])
+        self.rollouts.frames = int(state["frames"])
         self.frozen = set(state.get("frozen", []))
 
     def close(self) -> None:
-        self.collector.shutdown()
+        self.rollouts.close()

@@ -1,4 +1,4 @@
-"""MADDPG: the state codec, the functional Adam, the pure per-agent update and data collection."""
+"""MADDPG: the state codec, the pure per-agent update (a learner program) and data collection."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ from mpe2 import simple_spread_v3, simple_tag_v3
 from tensordict import TensorDict
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
+from marlplug import load_config
 from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.nn.functional import adam_step, clip_per_agent, stacked_mlp
+from marlplug.envs import make_env
+from marlplug.errors import UserError
+from marlplug.nn.functional import stacked_mlp
 from marlplug.plugins import get_plugin_manager
 from marlplug.seeding import agent_seed
 
@@ -33,14 +38,14 @@ def make_program(
         for i in range(num_agents)
     ]
     options = MaddpgOptions(hidden_sizes=list(hidden_sizes), **options).model_dump()
-    return MADDPG(**options).bind(agents)
+    return MADDPG(**options).program(agents)
 
 
 def make_batch(program: MaddpgProgram, size: int = 32, seed: int = 0) -> TensorDict:
     generator = torch.Generator().manual_seed(seed)
     m, o = program.num_agents, program.obs_dim
     obs = torch.randn(size, m, o, generator=generator)
-    theta = program.init_state(seed)
+    theta, _ = program.init_state(seed)
     return TensorDict(
         obs=obs,
         action=program.act(theta, obs, generator=generator),
@@ -77,29 +82,6 @@ def test_codec_rejects_wrong_shapes() -> None:
         StateCodec([("w", (1,)), ("w", (2,))])
 
 
-def test_adam_step_matches_torch_adam() -> None:
-    generator = torch.Generator().manual_seed(0)
-    param = torch.randn(2, 3, 4, generator=generator)
-    reference = param.clone().requires_grad_(True)
-    optimizer = torch.optim.Adam([reference], lr=1e-2)
-    state = ([param], [torch.zeros_like(param)], [torch.zeros_like(param)], torch.zeros(2))
-    for _ in range(5):
-        grad = torch.randn(2, 3, 4, generator=generator)
-        reference.grad = grad.clone()
-        optimizer.step()
-        params, avgs, sqs, step = adam_step(state[0], [grad], state[1], state[2], state[3], lr=1e-2)
-        state = (params, avgs, sqs, step)
-    torch.testing.assert_close(state[0][0], reference.detach(), rtol=1e-5, atol=1e-6)
-    assert state[3].tolist() == [5.0, 5.0]
-
-
-def test_clip_is_per_agent() -> None:
-    grads = [torch.tensor([[3.0, 4.0], [0.3, 0.4]])]
-    clipped = clip_per_agent(grads, 1.0)[0]
-    torch.testing.assert_close(clipped[0].norm(), torch.tensor(1.0), rtol=1e-5, atol=0)
-    assert torch.equal(clipped[1], grads[0][1])  # under the limit: untouched
-
-
 def test_defaults_are_the_authors_settings() -> None:
     options = MaddpgOptions()
     assert (
@@ -121,38 +103,72 @@ def test_registered_as_a_plugin() -> None:
     assert get_plugin_manager().registry("algorithm")["maddpg"] is MADDPG
 
 
+def _relative(mine: torch.Tensor, theirs: torch.Tensor) -> float:
+    return float((mine - theirs).norm() / theirs.norm().clamp_min(1e-12))
+
+
 @pytest.mark.parametrize(
     ("discrete", "hidden_sizes"), [(True, (16, 16)), (False, (16, 16)), (True, ())]
 )
-def test_vectorized_update_matches_per_agent_updates(
+def test_a_learners_agents_equal_the_joint_slice(
     discrete: bool, hidden_sizes: tuple[int, ...]
 ) -> None:
-    # Batched and per-agent updates run different tensor shapes, for which BLAS may pick different
-    # kernels (and does, per CPU): they agree to float32 rounding, never bit for bit by promise.
+    # A learner's call and the joint call run different tensor shapes, for which BLAS may pick
+    # different kernels (and does, per CPU): they agree to float32 rounding, not bit for bit.
     program = make_program(4, discrete=discrete, hidden_sizes=hidden_sizes)
-    theta, batch = program.init_state(0), make_batch(program)
-    seeds = [agent_seed(0, 3, i) for i in range(4)]
-    together = program.update(theta, [0, 1, 2, 3], batch, seeds)
-    for agent in range(4):
-        alone = program.update_agent(theta, agent, batch, seeds[agent])
-        torch.testing.assert_close(alone, together[agent], rtol=1e-6, atol=1e-6)
-    subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
-    torch.testing.assert_close(subset, together[[3, 1]], rtol=1e-6, atol=1e-6)
+    assert isinstance(program, LearnerProgram)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    joint = program.update(theta, opt_state, batch, [0, 1, 2, 3], seed=5)
+    for agents in ([2], [3, 1], [0, 2, 3]):
+        part = program.update(theta, opt_state, batch, agents, seed=5)
+        for position, agent in enumerate(agents):
+            assert _relative(part.theta[position], joint.theta[agent]) <= 1e-6
+            assert _relative(part.opt_state[position], joint.opt_state[agent]) <= 1e-6
+        torch.testing.assert_close(
+            part.stats["critic_loss"], joint.stats["critic_loss"][agents], rtol=1e-6, atol=0
+        )
+    # A learner holding every agent makes the joint call itself: the same bits.
+    everyone = program.update(theta, opt_state, batch, [0, 1, 2, 3], seed=5)
+    assert torch.equal(everyone.theta, joint.theta)
+    assert torch.equal(everyone.opt_state, joint.opt_state)
 
 
-def test_the_same_update_twice_is_bit_identical() -> None:
+def test_the_same_update_twice_is_bit_identical_and_pure() -> None:
     program = make_program(4)
-    theta, batch = program.init_state(0), make_batch(program)
-    seeds = [agent_seed(0, 3, i) for i in range(4)]
-    first = program.update(theta, [0, 1, 2, 3], batch, seeds)
-    assert torch.equal(first, program.update(theta, [0, 1, 2, 3], batch, seeds))
-    subset = program.update(theta, [3, 1], batch, [seeds[3], seeds[1]])
-    assert torch.equal(subset, program.update(theta, [3, 1], batch, [seeds[3], seeds[1]]))
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    before = (theta.clone(), opt_state.clone())
+    for agents in ([0, 1, 2, 3], [3, 1]):
+        first = program.update(theta, opt_state, batch, agents, seed=3)
+        second = program.update(theta, opt_state, batch, agents, seed=3)
+        assert torch.equal(first.theta, second.theta)
+        assert torch.equal(first.opt_state, second.opt_state)
+    assert torch.equal(theta, before[0]) and torch.equal(opt_state, before[1])
+
+
+def test_a_non_finite_agent_keeps_its_rows() -> None:
+    program = make_program(3)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    batch["reward"][:, 1] = float("nan")
+    out = program.update(theta, opt_state, batch, [0, 1, 2], seed=3)
+    assert out.stats["nonfinite"].tolist() == [False, True, False]
+    assert torch.equal(out.theta[1], theta[1]) and torch.equal(out.opt_state[1], opt_state[1])
+    assert torch.isfinite(out.theta).all()
+
+
+def test_the_row_bridge_runs_the_same_update() -> None:
+    program = make_program(3)
+    rows = MaddpgRows(program)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    assert torch.equal(rows.init_state(0), torch.cat([theta, opt_state], dim=1))
+    seeds = [agent_seed(0, 2, i) for i in (2, 0)]
+    bridged = rows.update(rows.init_state(0), [2, 0], batch, seeds)
+    direct = program.update_seeded(theta, opt_state, batch, [2, 0], seeds)
+    assert torch.equal(bridged, torch.cat([direct.theta, direct.opt_state], dim=1))
 
 
 def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
     program = make_program(3)
-    state = program.codec.unflatten(program.init_state(0)[[2, 0]])  # two replicas
+    state = program.theta_codec.unflatten(program.init_state(0)[0][[2, 0]])  # two replicas
     params = [state[n].requires_grad_(True) for n in program._critic_names]
     generator = torch.Generator().manual_seed(0)
     obs = torch.randn(16, 3 * program.obs_dim, generator=generator)
@@ -182,24 +198,24 @@ def test_policy_actions_are_gumbel_softmax_samples_in_joint_layout() -> None:
 
 def test_update_moves_params_targets_and_optimizer_and_is_seeded() -> None:
     program = make_program(3)
-    theta, batch = program.init_state(0), make_batch(program)
-    new = program.update(theta, [0, 1, 2], batch, [1, 2, 3])
-    before, after = program.codec.unflatten(theta), program.codec.unflatten(new)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    out = program.update(theta, opt_state, batch, [0, 1, 2], seed=1)
+    before, after = program.theta_codec.unflatten(theta), program.theta_codec.unflatten(out.theta)
     assert not torch.equal(before["actor.w0"], after["actor.w0"])
     assert not torch.equal(before["critic.w0"], after["critic.w0"])
     tau = program.options.tau
     torch.testing.assert_close(
         after["target_critic.w0"], before["target_critic.w0"].lerp(after["critic.w0"], tau)
     )
-    assert after["adam_step"].tolist() == [1.0, 1.0, 1.0]
-    assert torch.equal(new, program.update(theta, [0, 1, 2], batch, [1, 2, 3]))
-    assert not torch.equal(new[0], program.update(theta, [0], batch, [99])[0])
+    assert program.opt_codec.unflatten(out.opt_state)["adam_step"].tolist() == [1.0, 1.0, 1.0]
+    assert not torch.equal(out.theta, program.update(theta, opt_state, batch, [0, 1, 2], 2).theta)
 
 
 def test_padded_actions_are_never_chosen() -> None:
     program = make_program(2)  # agent 1 has 4 of the padded 5 actions
     obs = torch.randn(200, 2, program.obs_dim)
-    actions = program.act(program.init_state(0), obs, generator=torch.Generator().manual_seed(0))
+    theta, _ = program.init_state(0)
+    actions = program.act(theta, obs, generator=torch.Generator().manual_seed(0))
     assert actions[:, 1, 4].sum() == 0
     assert torch.equal(actions.sum(-1), torch.ones(200, 2))
 
@@ -209,10 +225,11 @@ def test_critic_learns_a_constant_reward() -> None:
     program.options.gamma = 0.0
     batch = make_batch(program, size=64)
     batch["reward"] = torch.ones(64, 2)
-    theta = program.init_state(0)
+    theta, opt_state = program.init_state(0)
     for round_index in range(150):
-        theta = program.update(theta, [0, 1], batch, [round_index, round_index + 1000])
-    state = program.codec.unflatten(theta)
+        out = program.update(theta, opt_state, batch, [0, 1], seed=round_index)
+        theta, opt_state = out.theta, out.opt_state
+    state = program.theta_codec.unflatten(theta)
     joint = torch.cat([batch["obs"].reshape(64, -1), batch["action"].reshape(64, -1)], -1)
     q = stacked_mlp(joint.expand(2, -1, -1), [state[n] for n in program._critic_names])
     torch.testing.assert_close(q.mean(), torch.tensor(1.0), atol=0.1, rtol=0)
@@ -224,11 +241,11 @@ def test_collector_fills_the_buffer_from_an_mpe_env() -> None:
         categorical_actions=True,
     )
     collector = ExperienceCollector(env, make_program_for(env), seed=0)
-    collector.collect(collector.program.init_state(0), steps=30)
+    collector.collect(make_program_for(env).init_state(0)[0], steps=30)
     assert len(collector.buffer) == 30
     assert len(collector.episode_returns) == 1  # 25-step episodes
     batch = collector.sample(torch.Generator().manual_seed(0))
-    assert batch["obs"].shape == (8, 3, collector.program.obs_dim)
+    assert batch["obs"].shape == (8, 3, make_program_for(env).obs_dim)
     again = collector.sample(torch.Generator().manual_seed(0))
     assert torch.equal(batch["obs"], again["obs"])
 
@@ -236,7 +253,7 @@ def test_collector_fills_the_buffer_from_an_mpe_env() -> None:
 def make_program_for(env: PettingZooWrapper) -> MaddpgProgram:
     from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 
-    return MADDPG(minibatch_size=8, hidden_sizes=[8]).bind(MultiAgentEnvAdapter(env).agents)
+    return MADDPG(minibatch_size=8, hidden_sizes=[8]).program(MultiAgentEnvAdapter(env).agents)
 
 
 def test_continuous_actions_reach_the_env_in_range() -> None:
@@ -244,6 +261,20 @@ def test_continuous_actions_reach_the_env_in_range() -> None:
     program = make_program_for(env)
     assert not program.discrete.any()
     collector = ExperienceCollector(env, program, seed=0)
-    collector.collect(program.init_state(0), steps=5)
+    collector.collect(program.init_state(0)[0], steps=5)
     actions = collector.buffer.storage[torch.arange(5)]["action"]
     assert actions.abs().max() <= 1.0
+
+
+def test_rollouts_refuse_more_env_copies_than_the_env_runs() -> None:
+    config = load_config(data={"algorithm": {"name": "maddpg"}, "train": {"num_envs": 2}})
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    algorithm = MADDPG()
+    with pytest.raises(UserError, match=r"train\.num_envs"):
+        algorithm.rollouts(env, algorithm.bind(env, config), config)
+
+
+def test_the_constructor_takes_the_options_and_nothing_else() -> None:
+    assert MADDPG(tau=0.5).options == MaddpgOptions(tau=0.5)
+    with pytest.raises(ValueError, match="no_such"):
+        MADDPG(no_such=1)

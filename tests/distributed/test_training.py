@@ -11,6 +11,7 @@ import torch
 from marlplug import load_config
 from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.coding import MDSCode
 from marlplug.distributed import CodedController, StragglerModel
 from marlplug.envs import make_env
@@ -29,7 +30,7 @@ def curve(
     updater_kind: str, scheme: object | None = None, iterations: int = 5
 ) -> tuple[list[float], torch.Tensor]:
     env = make_env("cooperative_navigation", agents=3, seed=0)
-    program = MADDPG(**SMALL).bind(MultiAgentEnvAdapter(env).agents)
+    program = MaddpgRows(MADDPG(**SMALL).program(MultiAgentEnvAdapter(env).agents))
     if updater_kind == "centralized":
         updater = CentralizedUpdater(program, seed=0)
     else:

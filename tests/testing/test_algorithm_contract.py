@@ -10,9 +10,9 @@ import pytest
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
+from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_coded import PpoCodedProgram
+from marlplug.algorithms.row_bridge import ROUND_SEED_KEY, MaddpgRows, Rows
 from marlplug.losses import RedundancyLoss
 from marlplug.testing import AlgorithmCase, AlgorithmContract, check_algorithm
 from tests.losses.helpers import make_batch, make_loss, make_model
@@ -39,7 +39,7 @@ class TestMADDPGHeterogeneousContinuous(AlgorithmContract):
 
 
 class TestPPO(AlgorithmContract):
-    """Joint PPO runs on coded learners through :class:`PpoCodedProgram` (one minibatch step)."""
+    """Joint PPO runs on coded learners through its program's rows (one minibatch step)."""
 
     algorithm_class = PPO
     options: ClassVar[dict[str, Any]] = {"hidden_size": 16, "feature_dim": 8}
@@ -49,19 +49,29 @@ class TestPPO(AlgorithmContract):
         model = make_model((("agent", 2), ("adversary", 2)), hidden=16, features=8)
         loss = make_loss(model, aux_losses={"redundancy": RedundancyLoss(coef=0.5)})
         optimizer = algorithm.make_optimizer(loss, lr=1e-2)
-        program = PpoCodedProgram(algorithm, loss, lr=1e-2, max_grad_norm=0.5)
-        return AlgorithmCase(program, program.encode(loss, optimizer), make_batch(model))
+        program = algorithm.program(loss, lr=1e-2, max_grad_norm=0.5)
+        batch = make_batch(model)
+        batch.set(ROUND_SEED_KEY, torch.full(batch.batch_size, 7, dtype=torch.int64))
+        return AlgorithmCase(Rows(program), torch.cat(program.rows(optimizer), dim=1), batch)
+
+    def test_off_policy_program(self) -> None:
+        pytest.skip("PPO is on-policy: the joint trainer acts and collects")
 
 
 Update = Callable[[torch.Tensor, Sequence[int], TensorDictBase, Sequence[int]], torch.Tensor]
 
 
-def broken_maddpg(wrap: Callable[[Update], Update]) -> type[MADDPG]:
+def broken_maddpg(wrap: Callable[[Update], Update]) -> type:
     """MADDPG whose program's update is ``wrap(update)``."""
 
-    class Broken(MADDPG):
-        def bind(self, agents: Any) -> MaddpgProgram:
-            program = super().bind(agents)
+    class Broken:
+        Options = MADDPG.Options
+
+        def __init__(self, **options: Any) -> None:
+            self.inner = MADDPG(**options)
+
+        def bind(self, agents: Any) -> MaddpgRows:
+            program = MaddpgRows(self.inner.program(agents))
             program.update = wrap(program.update)  # type: ignore[method-assign]
             return program
 

@@ -12,8 +12,9 @@ import torch
 from torch import nn
 from torchrl.modules import MultiAgentMLP
 
-from marlplug.algorithms.ppo import PPO, loss_parameter_groups
-from marlplug.optim.agent_optim import AgentAdam, clip_grad_norm_per_agent_, group_parameters
+from marlplug.algorithms.ppo import PPO
+from marlplug.algorithms.ppo_params import group_parameters, loss_parameter_groups
+from marlplug.optim import AgentAdam, clip_grad_norm_per_agent_
 from tests.losses.test_torchrl_points import rollout, tutorial_loss, tutorial_networks
 
 

@@ -1,0 +1,398 @@
+"""MADDPG's update rule ``U`` as a :class:`~marlplug.algorithms.protocol.LearnerProgram`.
+
+Agent ``i``'s ``theta`` row holds its actor, critic, target actor and target critic parameters; its
+``opt_state`` row Adam's first and second moments of actor and critic and the Adam step count
+(:attr:`MaddpgProgram.theta_codec` and :attr:`MaddpgProgram.opt_codec` document the exact layout).
+A call's agents are updated together as one stacked network (one ``bmm`` per layer), and agent
+``i``'s random numbers come from ``(seed, i)`` only, so every replica of agent ``i``'s update draws
+the same noise whichever other agents share its call. Calls of different shapes agree to float32
+rounding (BLAS picks kernels per shape and per CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from tensordict import TensorDictBase
+
+from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.spaces import AgentSpace, padded_dims
+from marlplug.algorithms.state_codec import StateCodec
+from marlplug.nn.functional import (
+    gumbel_from_uniform_,
+    gumbel_noise,
+    init_mlp,
+    mlp_shapes,
+    stacked_linear,
+    stacked_mlp,
+)
+from marlplug.optim.adam import AdamSettings, adam
+from marlplug.optim.clip import clip_per_agent
+from marlplug.seeding import agent_seed, derive_seed
+
+if TYPE_CHECKING:
+    from marlplug.algorithms.maddpg import MaddpgOptions
+
+#: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
+BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+
+_MASKED_LOGIT = -1e9
+_Tensors = list[torch.Tensor]
+#: One network's step: new params, first and second moments, step counts, norms, who stepped.
+_Stepped = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class MaddpgProgram:
+    """MADDPG's per-agent update over ``theta``/``opt_state`` rows, for a fixed list of agents.
+
+    ``theta`` rows: actor, critic, target actor and target critic parameters (:attr:`theta_codec`);
+    ``opt_state`` rows: Adam's first and second moments of actor and critic and the Adam step count
+    (:attr:`opt_codec`). Observations and actions are zero-padded to the widest agent; padded action
+    logits are masked, so padding changes nothing.
+
+    Args:
+        options: the hyperparameters.
+        agents: the agents, in the env's flat order.
+    """
+
+    def __init__(self, options: MaddpgOptions, agents: Sequence[AgentSpace]) -> None:
+        self.options = options
+        self.agents = list(agents)
+        self.num_agents = len(self.agents)
+        self.obs_dim, self.action_dim = padded_dims(self.agents)
+        hidden = list(options.hidden_sizes)
+        self.actor_sizes = [self.obs_dim, *hidden, self.action_dim]
+        self.critic_sizes = [self.num_agents * (self.obs_dim + self.action_dim), *hidden, 1]
+        actor = mlp_shapes("actor", self.actor_sizes)
+        critic = mlp_shapes("critic", self.critic_sizes)
+        networks = actor + critic
+        theta = networks + [("target_" + name, shape) for name, shape in networks]
+        moments = [(f"adam_m.{name}", shape) for name, shape in networks]
+        moments += [(f"adam_v.{name}", shape) for name, shape in networks]
+        moments.append(("adam_step", ()))
+        self.theta_codec = StateCodec(theta)
+        self.opt_codec = StateCodec(moments)
+        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
+        self.codec = StateCodec(theta + moments)
+        self.theta_size = self.theta_codec.size
+        self.opt_state_size = self.opt_codec.size
+        self.adam = AdamSettings(lr=options.lr)
+        self._actor_names = [name for name, _ in actor]
+        self._critic_names = [name for name, _ in critic]
+        mask = torch.zeros(self.num_agents, self.action_dim, dtype=torch.bool)
+        for index, agent in enumerate(self.agents):
+            mask[index, : agent.action_dim] = True
+        self.action_mask = mask
+        self.discrete = torch.tensor([a.discrete for a in self.agents])
+        self.action_low = torch.tensor([a.low for a in self.agents])
+        self.action_high = torch.tensor([a.high for a in self.agents])
+
+    # ------------------------------------------------------------------ state
+
+    def init_state(self, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh ``(theta [M, P], opt_state [M, O])``: agent ``i``'s networks are drawn from
+        ``(seed, i)`` alone, its Adam state is zero."""
+        rows = []
+        for index in range(self.num_agents):
+            generator = torch.Generator().manual_seed(agent_seed(seed, 0, index, salt=1))
+            actor = init_mlp(self.actor_sizes, generator)
+            critic = init_mlp(self.critic_sizes, generator)
+            networks = dict(
+                zip(self._actor_names + self._critic_names, actor + critic, strict=True)
+            )
+            state = {**networks, **{"target_" + k: v.clone() for k, v in networks.items()}}
+            state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in networks.items()})
+            state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in networks.items()})
+            state["adam_step"] = torch.zeros(())
+            rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
+        return self.split(torch.cat(rows))
+
+    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
+        return rows[:, : self.theta_size], rows[:, self.theta_size :]
+
+    # ------------------------------------------------------------------ acting
+
+    def actor_output(
+        self, theta_all: torch.Tensor, obs: torch.Tensor, *, target: bool = False
+    ) -> torch.Tensor:
+        """Raw actor outputs ``[M, E, A]`` for observations ``[E, M, O]`` (logits or pre-tanh).
+
+        ``theta_all`` is ``[M, P]``; columns after ``P`` (an ``opt_state``) are ignored."""
+        state = self.theta_codec.unflatten(theta_all[:, : self.theta_size])
+        prefix = "target_" if target else ""
+        params = [state[prefix + name] for name in self._actor_names]
+        return stacked_mlp(obs.transpose(0, 1), params)
+
+    def act(
+        self,
+        theta_all: torch.Tensor,
+        obs: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        explore: bool = True,
+    ) -> torch.Tensor:
+        """Actions ``[E, M, A]`` for observations ``[E, M, O]``, as the critic sees them.
+
+        Discrete agents get a one-hot action (a Gumbel-max sample of the actor's categorical when
+        ``explore``, else its argmax); continuous agents get ``tanh`` of the actor output in
+        ``[-1, 1]`` (plus Gaussian noise when ``explore``); see :meth:`env_scale` for the env's range.
+        """
+        with torch.no_grad():
+            raw = self.actor_output(theta_all, obs).transpose(0, 1)  # [E, M, A]
+            mask = self.action_mask.unsqueeze(0)
+            logits = raw.masked_fill(~mask, _MASKED_LOGIT)
+            if explore:
+                logits = logits + gumbel_noise(logits.shape, generator)
+            one_hot = torch.nn.functional.one_hot(logits.argmax(-1), self.action_dim).to(raw.dtype)
+            continuous = torch.tanh(raw)
+            if explore and self.options.exploration_std > 0:
+                noise = torch.randn(raw.shape, generator=generator) * self.options.exploration_std
+                continuous = (continuous + noise).clamp(-1, 1)
+            continuous = continuous * mask
+            return torch.where(self.discrete.reshape(1, -1, 1), one_hot, continuous)
+
+    def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
+        """Map continuous actions from ``[-1, 1]`` to each agent's ``[low, high]`` (discrete unchanged)."""
+        low = self.action_low.reshape(1, -1, 1)
+        high = self.action_high.reshape(1, -1, 1)
+        scaled = low + (actions + 1) * 0.5 * (high - low)
+        return torch.where(self.discrete.reshape(1, -1, 1), actions, scaled)
+
+    # ------------------------------------------------------------------ the update
+
+    def update(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        agents: Sequence[int],
+        seed: int,
+    ) -> AgentUpdate:
+        """``U`` for every agent in ``agents`` at once (any subset, any order).
+
+        Agent ``i``'s random numbers come from ``derive_seed(seed, i)`` alone (see
+        :meth:`update_seeded`, which this calls).
+
+        Args:
+            theta_all: ``[M, P]`` every agent's ``theta``.
+            opt_state: ``[M, O]`` every agent's Adam state (only the rows of ``agents`` are read).
+            batch: ``obs``/``next_obs`` ``[B, M, O]``, ``action`` ``[B, M, A]`` (as :meth:`act`
+                returns), ``reward`` and ``terminated`` ``[B, M]``.
+            agents: which agents to update.
+            seed: the round's seed.
+        """
+        seeds = [derive_seed(seed, int(agent)) for agent in agents]
+        return self.update_seeded(theta_all, opt_state, batch, agents, seeds)
+
+    def update_seeded(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        agents: Sequence[int],
+        seeds: Sequence[int],
+    ) -> AgentUpdate:
+        """:meth:`update` with agent ``agents[k]``'s random numbers drawn from ``seeds[k]``.
+
+        The critic is stepped first on the TD error against the target networks (target actions from
+        every agent's target actor, Gumbel-softmax for discrete agents), then the actor ascends the
+        updated critic with its own action replaced by its Gumbel-softmax policy sample, then both
+        target networks move by Polyak ``tau`` — the order of the authors' code. A network whose
+        gradient norm is not finite does not step (``stepped`` false in the stats).
+
+        Stats (``[len(agents)]``): ``critic_loss``, ``actor_loss``, ``critic_grad_norm``,
+        ``actor_grad_norm`` (before clipping), ``stepped`` and ``nonfinite``.
+        """
+        if len(agents) != len(seeds):
+            raise ValueError(f"got {len(agents)} agents but {len(seeds)} seeds")
+        threads = torch.get_num_threads()
+        # With several threads, torch splits reductions by tensor shape, so an agent's result would
+        # depend on which other agents share the call; one thread keeps every replica bit-identical.
+        torch.set_num_threads(1)
+        try:
+            new_rows, stats = self._update(theta_all, opt_state, agents, batch, seeds)
+        finally:
+            torch.set_num_threads(threads)
+        theta, opt = self.split(new_rows)
+        return AgentUpdate(theta=theta, opt_state=opt, stats=stats)
+
+    def _update(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        agents: Sequence[int],
+        batch: TensorDictBase,
+        seeds: Sequence[int],
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        # Work that does not depend on the updated agent (the target actors' logits and tanh, the
+        # flattened observations and buffer actions, the Gumbel transform) is done once per call and
+        # broadcast; only what is truly per agent (its noise, its critic, its actor) carries the
+        # leading agent dimension ``S``, and no per-replica copy of the wide critic input is made.
+        options = self.options
+        index = torch.as_tensor(list(agents), dtype=torch.long)
+        count = len(agents)
+        full = self.theta_codec.unflatten(theta_all)
+        own_rows = torch.cat(
+            [theta_all.index_select(0, index), opt_state.index_select(0, index)], dim=1
+        )
+        own = self.codec.unflatten(own_rows)
+
+        obs = batch["obs"]
+        actions = batch["action"]
+        batch_size = obs.shape[0]
+        target_noise, policy_noise = self._noise(seeds, batch_size)
+
+        # --- critic: TD target from every agent's target actor (shared logits, per-replica noise)
+        obs_flat = obs.reshape(batch_size, -1)
+        with torch.no_grad():
+            next_obs = batch["next_obs"]
+            target_raw = stacked_mlp(
+                next_obs.transpose(0, 1), [full["target_" + n] for n in self._actor_names]
+            )  # [M, B, A]
+            target_actions = self._policy_actions(target_raw, target_noise)  # [S, B, M * A]
+            next_q = self._critic_values(
+                next_obs.reshape(batch_size, -1),
+                target_actions,
+                [own["target_" + n] for n in self._critic_names],
+            )
+            reward = batch["reward"].transpose(0, 1).index_select(0, index)  # [S, B]
+            not_done = 1.0 - batch["terminated"].to(obs.dtype).transpose(0, 1).index_select(
+                0, index
+            )
+            td_target = reward + options.gamma * not_done * next_q
+
+        joint_actions = actions.reshape(1, batch_size, -1)
+        critic = [own[n].detach().requires_grad_(True) for n in self._critic_names]
+        q_value = self._critic_values(obs_flat, joint_actions.expand(count, -1, -1), critic)
+        critic_loss = (q_value - td_target).pow(2).mean(dim=1)
+        critic_grads = torch.autograd.grad(critic_loss.sum(), critic)
+        new_critic, critic_m, critic_v, new_step, critic_norm, critic_ok = self._step(
+            own, self._critic_names, critic_grads
+        )
+
+        # --- actor: ascend the updated critic with the own action replaced by the policy sample
+        actor = [own[n].detach().requires_grad_(True) for n in self._actor_names]
+        own_obs = obs.transpose(0, 1).index_select(0, index)  # [S, B, O]
+        raw = stacked_mlp(own_obs, actor)  # [S, B, A]
+        policy_action = self._own_policy_action(raw, index, policy_noise)
+        slots = self._action_columns(index).unsqueeze(1).expand(-1, batch_size, -1)
+        policy_actions = joint_actions.expand(count, -1, -1).scatter(2, slots, policy_action)
+        policy_q = self._critic_values(obs_flat, policy_actions, [p.detach() for p in new_critic])
+        valid = self.action_mask.index_select(0, index).unsqueeze(1).to(raw.dtype)
+        regularizer = (raw * valid).pow(2).sum(-1) / valid.sum(-1)
+        actor_loss = -policy_q.mean(dim=1) + options.actor_regularization * regularizer.mean(dim=1)
+        actor_grads = torch.autograd.grad(actor_loss.sum(), actor)
+        new_actor, actor_m, actor_v, _, actor_norm, actor_ok = self._step(
+            own, self._actor_names, actor_grads
+        )
+
+        # --- Polyak targets, then pack
+        new_state: dict[str, torch.Tensor] = {}
+        for names, params, avgs, sqs in (
+            (self._actor_names, new_actor, actor_m, actor_v),
+            (self._critic_names, new_critic, critic_m, critic_v),
+        ):
+            for name, param, avg, sq in zip(names, params, avgs, sqs, strict=True):
+                param = param.detach()
+                new_state[name] = param
+                new_state["target_" + name] = own["target_" + name].lerp(param, options.tau)
+                new_state["adam_m." + name] = avg.detach()
+                new_state["adam_v." + name] = sq.detach()
+        new_state["adam_step"] = new_step
+        stepped = critic_ok & actor_ok
+        # An agent with a non-finite gradient norm keeps its input rows (targets included).
+        rows = torch.where(stepped.unsqueeze(1), self.codec.flatten(new_state), own_rows)
+        stats = {
+            "critic_loss": critic_loss.detach(),
+            "actor_loss": actor_loss.detach(),
+            "critic_grad_norm": critic_norm,
+            "actor_grad_norm": actor_norm,
+            "stepped": stepped,
+            "nonfinite": ~stepped,
+        }
+        return rows, stats
+
+    # ------------------------------------------------------------------ helpers
+
+    def _critic_values(
+        self, obs: torch.Tensor, actions: torch.Tensor, params: Sequence[torch.Tensor]
+    ) -> torch.Tensor:
+        """``[S, B]`` each replica's critic on ``[obs | actions]`` (the centralized critic's input).
+
+        ``obs`` ``[B, M * O]`` is shared by the ``S`` replicas, ``actions`` is ``[S, B, M * A]``. The first
+        layer is split into its observation and action columns, so the wide joint input is never
+        copied per replica and autograd only ever forms gradients for the narrow action part.
+        """
+        count = actions.shape[0]
+        weight, bias = params[0], params[1]
+        obs_width = obs.shape[-1]
+        shared_obs = obs.unsqueeze(0).expand(count, -1, -1)
+        hidden = stacked_linear(shared_obs, weight[:, :obs_width], bias.unsqueeze(1))
+        hidden = stacked_linear(actions, weight[:, obs_width:], hidden)
+        if len(params) > 2:
+            hidden = stacked_mlp(torch.relu_(hidden), params[2:])
+        return hidden.squeeze(-1)
+
+    def _action_columns(self, index: torch.Tensor) -> torch.Tensor:
+        """``[S, A]`` the joint-action columns (``[B, M * A]`` layout) of each agent in ``index``."""
+        return (index * self.action_dim).unsqueeze(1) + torch.arange(self.action_dim)
+
+    def _step(
+        self, own: dict[str, torch.Tensor], names: list[str], grads: Sequence[torch.Tensor]
+    ) -> _Stepped:
+        """Per-agent clip and Adam on one network: new params, moments, step counts, the norms
+        before clipping and which agents stepped (finite norm)."""
+        clipped, norms, finite = clip_per_agent(grads, self.options.max_grad_norm)
+        # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
+        params, avgs, sqs, steps = adam(
+            [own[n] for n in names],
+            clipped,
+            [own["adam_m." + n] for n in names],
+            [own["adam_v." + n].clamp(min=0.0) for n in names],
+            own["adam_step"].round(),
+            finite,
+            settings=self.adam,
+        )
+        return params, avgs, sqs, steps, norms, finite
+
+    def _noise(self, seeds: Sequence[int], batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per updated agent: Gumbel noise for every agent's target action and for its own policy.
+
+        Each agent's uniforms are drawn from its own seed, in the same order whatever else shares the
+        call; the Gumbel transform then runs once over all of them (it is elementwise).
+        """
+        count = len(seeds)
+        target = torch.empty(count, self.num_agents, batch_size, self.action_dim)
+        policy = torch.empty(count, batch_size, self.action_dim)
+        for row, seed in enumerate(seeds):
+            generator = torch.Generator().manual_seed(int(seed))
+            torch.rand(target.shape[1:], generator=generator, out=target[row])
+            torch.rand(policy.shape[1:], generator=generator, out=policy[row])
+        return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
+
+    def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """``[S, B, M * A]`` soft joint actions: Gumbel-softmax or tanh per agent, padding zeroed.
+
+        ``raw`` ``[M, B, A]`` is shared by the ``S`` replicas; only ``noise`` ``[S, M, B, A]`` differs.
+        """
+        count, _, batch_size, _ = noise.shape
+        mask = self.action_mask.reshape(self.num_agents, 1, -1)
+        logits = raw.masked_fill(~mask, _MASKED_LOGIT) + noise
+        # Softmax over a last dimension of a handful of actions runs row by row; laid out with the
+        # batch innermost it vectorizes over the batch instead (an order of magnitude faster).
+        soft = torch.softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
+        continuous = torch.tanh(raw) * mask
+        actions = torch.where(self.discrete.reshape(-1, 1, 1), soft, continuous)
+        return actions.transpose(1, 2).reshape(count, batch_size, -1)
+
+    def _own_policy_action(
+        self, raw: torch.Tensor, index: torch.Tensor, noise: torch.Tensor
+    ) -> torch.Tensor:
+        """``[S, B, A]`` each updated agent's own differentiable policy action."""
+        mask = self.action_mask.index_select(0, index).unsqueeze(1)
+        soft = torch.softmax(raw.masked_fill(~mask, _MASKED_LOGIT) + noise, dim=-1)
+        continuous = torch.tanh(raw) * mask
+        return torch.where(self.discrete.index_select(0, index).reshape(-1, 1, 1), soft, continuous)

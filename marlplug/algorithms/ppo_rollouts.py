@@ -1,0 +1,190 @@
+"""Joint PPO's :class:`~marlplug.algorithms.protocol.RolloutSource`: on-policy rollouts, per-agent GAE,
+epochs of shuffled minibatches.
+
+Every iteration is a function of (weights, seed, iteration index): the env, the sampling and the
+minibatch permutation are reseeded from ``(seed, iteration)``, so a run resumed from a checkpoint
+continues bit-identically. The program's loss holds the networks the collector acts with and the
+critic GAE reads; :meth:`PpoRollouts.sync` writes the latest state into them. The joint trainer
+(:class:`marlplug.train.JointMultiAgentTrainer`) runs :meth:`PpoRollouts.collect` and
+:meth:`PpoRollouts.minibatches` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.collectors import Collector
+from torchrl.envs import EnvBase
+
+from marlplug.errors import UserError
+from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.seeding import derive_seed
+
+
+@dataclass(frozen=True)
+class MinibatchPlan:
+    """How an iteration's rollout is cut into minibatches (``train:`` fields)."""
+
+    n_epochs: int = 4
+    minibatch_size: int = 64
+    iterate_all_minibatches: bool = True
+    max_minibatches_per_epoch: int | None = None
+
+
+def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
+    """Returns of the episodes that finished inside ``rollout`` (mean over agents of their returns)."""
+    rewards = torch.cat(
+        [
+            rollout.get(("next", group, "reward")).flatten(len(rollout.batch_size))
+            for group in groups
+        ],
+        dim=-1,
+    ).mean(-1)
+    done = rollout.get(("next", "done")).reshape(rewards.shape)
+    rewards = rewards.reshape(-1, rewards.shape[-1])  # [envs, T]
+    done = done.reshape(-1, done.shape[-1])
+    finished: list[torch.Tensor] = []
+    for env_rewards, env_done in zip(rewards, done, strict=True):
+        running = torch.cumsum(env_rewards, 0)
+        ends = torch.nonzero(env_done).flatten()
+        previous = torch.tensor(0.0)
+        for end in ends.tolist():
+            finished.append(running[end] - previous)
+            previous = running[end]
+    return torch.stack(finished) if finished else torch.zeros(0)
+
+
+class PpoRollouts:
+    """Collects ``rollout_steps`` steps (per env copy) with the program's policy, computes per-agent
+    GAE with its critics, and yields ``n_epochs`` of shuffled minibatches.
+
+    Args:
+        env: the TorchRL multi-agent env (batched over ``num_envs`` copies or not).
+        loss: the joint loss (with its value estimator); its critics give GAE.
+        policy: the policy module the collector runs (sharing the loss's actor weights).
+        seed: the run's seed.
+        rollout_steps: env steps per copy in one rollout.
+        plan: how the rollout is cut into minibatches.
+        load: writes ``theta`` rows into the loss's networks (:meth:`PpoProgram.load`), for
+            :meth:`sync`.
+
+    Examples:
+        >>> from marlplug import load_config
+        >>> from marlplug.algorithms.ppo import PPO
+        >>> from marlplug.envs import make_env
+        >>> config = load_config(data={"env": {"name": "cooperative_navigation", "agents": 2},
+        ...     "algorithm": {"name": "ppo", "hidden_size": 8, "feature_dim": 4},
+        ...     "losses": [{"name": "clip_ppo"}],
+        ...     "train": {"rollout_steps": 20, "minibatch_size": 10, "n_epochs": 1,
+        ...               "iterate_all_minibatches": True}})
+        >>> env = make_env("cooperative_navigation", agents=2, seed=0)
+        >>> algorithm = PPO(hidden_size=8, feature_dim=4)
+        >>> program = algorithm.bind(env, config)
+        >>> source = algorithm.rollouts(env, program, config)
+        >>> theta, _ = program.init_state(config.seed)
+        >>> [batch.batch_size[0] for batch in source.batches(theta, 0)]
+        [10, 10]
+        >>> source.close()
+    """
+
+    def __init__(
+        self,
+        env: EnvBase,
+        loss: JointPPOLoss,
+        policy: Any,
+        *,
+        seed: int,
+        rollout_steps: int,
+        plan: MinibatchPlan,
+        load: Callable[[torch.Tensor], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.loss = loss
+        self._load = load
+        self.seed = seed
+        self.plan = plan
+        self.frames = 0
+        self.last_rollout: TensorDictBase | None = None
+        copies = max(1, env.batch_size.numel())
+        self.collector = Collector(
+            env,
+            policy,
+            frames_per_batch=rollout_steps * copies,
+            total_frames=-1,
+            auto_register_policy_transforms=False,
+        )
+        self._batches = iter(self.collector)
+
+    # ------------------------------------------------------------------ the two halves
+
+    def collect(self, iteration: int) -> TensorDictBase:
+        """One rollout from a freshly seeded env reset (seeded from ``(seed, iteration)``)."""
+        rollout_seed = derive_seed(self.seed, iteration)
+        self.env.set_seed(rollout_seed)
+        torch.manual_seed(rollout_seed)
+        self.collector.reset()
+        rollout = next(self._batches)
+        self.frames += rollout.numel()
+        self.last_rollout = rollout
+        return rollout
+
+    def minibatches(
+        self, rollout: TensorDictBase, iteration: int
+    ) -> Iterator[tuple[TensorDictBase, int]]:
+        """Per-agent GAE on ``rollout`` (critics at the loss's current weights), then ``(minibatch,
+        loss seed)`` for every step of ``n_epochs`` epochs, both drawn from ``(seed, iteration)``."""
+        with torch.no_grad():
+            self.loss.value_estimator(rollout)
+        rows = rollout.reshape(-1)
+        generator = torch.Generator().manual_seed(derive_seed(self.seed, iteration, 1))
+        for epoch in range(self.plan.n_epochs):
+            for step, indices in enumerate(self._indices(rows.shape[0], generator)):
+                yield rows[indices], derive_seed(self.seed, iteration, 2, epoch, step)
+
+    def _indices(self, rows: int, generator: torch.Generator) -> list[torch.Tensor]:
+        size = min(self.plan.minibatch_size, rows)
+        order = torch.randperm(rows, generator=generator)
+        if not self.plan.iterate_all_minibatches:
+            return [order[:size]]
+        chunks = list(order.split(size))
+        if self.plan.max_minibatches_per_epoch is not None:
+            chunks = chunks[: self.plan.max_minibatches_per_epoch]
+        return chunks
+
+    # ------------------------------------------------------------------ RolloutSource
+
+    def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:
+        """Act with ``theta_all``'s policies for one rollout and yield its minibatches."""
+        self.sync(theta_all)
+        for minibatch, _ in self.minibatches(self.collect(iteration), iteration):
+            yield minibatch
+
+    def sync(self, theta_all: torch.Tensor) -> None:
+        """Write ``theta_all`` into the networks the collector and GAE use."""
+        if self._load is None:
+            raise UserError("PpoRollouts.sync: built without a program to load rows with")
+        self._load(theta_all)
+
+    def iteration_stats(self) -> Mapping[str, Any]:
+        """``frames`` so far and the mean return of the episodes that ended in the last rollout."""
+        stats: dict[str, Any] = {"frames": self.frames, "mean_return": None}
+        if self.last_rollout is not None:
+            returns = episode_returns(self.last_rollout, list(self.loss.groups))
+            stats["mean_return"] = float(returns.mean()) if returns.numel() else None
+        return stats
+
+    def state_dict(self) -> dict[str, Any]:
+        """The frame count: every rollout is reseeded from ``(seed, iteration)``."""
+        return {"frames": self.frames}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict`'s output."""
+        self.frames = int(state["frames"])
+
+    def close(self, *, close_env: bool = True) -> None:
+        """Stop the collector (and the env with it, unless ``close_env`` is false)."""
+        self.collector.shutdown(close_env=close_env)

@@ -1,0 +1,83 @@
+"""Joint PPO's update in place on a loss's modules and an :class:`~marlplug.optim.adam.AgentAdam`.
+
+The same forward, per-agent clip rule and Adam as :class:`~marlplug.algorithms.ppo_program.PpoProgram`
+(tests check the bits agree), on the objects the joint trainer and TorchRL users hold, plus what rows
+cannot represent: shared parameters and frozen agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDictBase
+
+from marlplug.algorithms.ppo_params import loss_parameter_groups
+from marlplug.algorithms.ppo_program import forward_backward
+from marlplug.errors import UserError
+from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.optim.adam import AgentAdam
+from marlplug.optim.clip import clip_grad_norm_per_agent_
+
+
+@dataclass
+class UpdateStepResult:
+    """What one optimization step of :func:`step_modules` did.
+
+    Attributes:
+        losses: the loss module's output, detached.
+        total_loss: L_total (the sum of the ``loss_*`` entries).
+        grad_norms: every agent's gradient norm before clipping, in agent order.
+        stepped: which agents' parameters moved.
+        nonfinite: which agents were skipped because their gradient norm was not finite.
+    """
+
+    losses: TensorDictBase
+    total_loss: float
+    grad_norms: torch.Tensor
+    stepped: torch.Tensor
+    nonfinite: torch.Tensor
+
+
+def step_modules(
+    loss: JointPPOLoss,
+    optimizer: AgentAdam,
+    batch: TensorDictBase,
+    *,
+    max_grad_norm: float,
+    frozen: Collection[int] = (),
+    seed: int | None = None,
+) -> UpdateStepResult:
+    """:meth:`~marlplug.algorithms.ppo_program.PpoProgram.update` for every agent on the loss's own parameters, in place.
+
+    The same forward (:func:`forward_backward`), clip rule and Adam as the program, on modules and
+    an :class:`AgentAdam` (what the joint trainer and TorchRL users hold). It also handles what rows
+    cannot: shared parameters (their own clipping budget, stepped only when the whole group steps)
+    and ``frozen`` agents (global indices; their parameters and Adam state do not move).
+    """
+    groups = loss_parameter_groups(loss)
+    optimizer.zero_grad(set_to_none=True)
+    losses, total = forward_backward(loss, batch, seed)
+    total.backward()
+    norms, finite = clip_grad_norm_per_agent_(groups, max_grad_norm)
+    active = finite.clone()
+    for agent in frozen:
+        if not 0 <= agent < active.numel():
+            raise UserError(
+                f"frozen: agent index {agent} is out of range; there are {active.numel()} agents"
+            )
+        active[agent] = False
+    masks, start = {}, 0
+    for group in groups:
+        masks[group.group] = active[start : start + group.n_agents]
+        start += group.n_agents
+    optimizer.step(active=masks)
+    optimizer.zero_grad(set_to_none=True)
+    return UpdateStepResult(
+        losses=losses.detach(),
+        total_loss=float(total.detach()),
+        grad_norms=norms,
+        stepped=active,
+        nonfinite=~finite,
+    )
