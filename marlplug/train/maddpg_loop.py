@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -21,6 +20,7 @@ from marlplug.algorithms.maddpg import MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.distributed.controller import RoundLog
 from marlplug.errors import UserError
+from marlplug.runs.iteration_report import IterationLog
 from marlplug.seeding import agent_seed
 
 
@@ -49,30 +49,6 @@ class CentralizedUpdater:
         agents = list(range(self.program.num_agents))
         seeds = [agent_seed(self.seed, round_index, i) for i in agents]
         return self.program.update(theta_all, agents, batch, seeds), None
-
-
-@dataclass
-class IterationLog:
-    """One training iteration: env steps, the return of the episodes that ended, the update round."""
-
-    iteration: int
-    env_steps: int
-    episode_return: float
-    collect_s: float
-    update_s: float
-    round: RoundLog | None
-
-    def as_row(self) -> dict[str, object]:
-        row: dict[str, object] = {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episode_return": self.episode_return,
-            "collect_s": self.collect_s,
-            "update_s": self.update_s,
-        }
-        if self.round is not None:
-            row.update({f"round_{k}": v for k, v in self.round.as_row().items() if k != "round"})
-        return row
 
 
 class MaddpgRunner:

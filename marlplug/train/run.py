@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from torch import nn
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.config import MarlplugConfig, load_config, resolved_dict
+from marlplug.config import MarlplugConfig
 from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
@@ -27,13 +26,13 @@ from marlplug.runs.checkpoint import (
     restore_rng_states,
     restore_state,
     save_checkpoint,
-    write_atomically,
 )
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
 from marlplug.runs.nonfinite import warn_nonfinite
 from marlplug.runs.reporting import ProgressBar
-from marlplug.runs.run_folder import create_run_dir, hold_run_dir, storage_errors
+from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config
+from marlplug.runs.run_folder import hold_run_dir, storage_errors
 from marlplug.runs.stats import (
     JointStats,
     ReturnPoint,
@@ -41,9 +40,9 @@ from marlplug.runs.stats import (
     history_from_checkpoint,
 )
 from marlplug.runs.summary import RunTotals, plot_learning_curve
+from marlplug.train.executors import build_controller
 from marlplug.train.trainer import JointMultiAgentTrainer
 
-CONFIG_NAME = "config.yaml"
 HISTORY_KEY = "history"
 #: Coded PPO runs log every round (one per minibatch step) here, in the run folder.
 ROUNDS_CSV_NAME = "rounds.csv"
@@ -126,7 +125,6 @@ def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) 
 
     Returns the controller (close it when done) and the step (its ``round_logs``)."""
     from marlplug.algorithms.ppo_coded import CodedPpoStep, PpoCodedProgram
-    from marlplug.train.coded_run import build_controller
 
     program = PpoCodedProgram(
         trainer.algorithm,
@@ -167,37 +165,6 @@ def _append_rounds(path: Path, update: int, logs: list[Any]) -> None:
     with path.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=_rounds_columns())
         writer.writerows({"update": update, **log.as_row()} for log in logs)
-
-
-def new_run_dir(config: MarlplugConfig) -> Path:
-    """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp), created
-    atomically: runs started at once never share a folder (see :mod:`marlplug.runs.run_folder`)."""
-    return create_run_dir(Path(config.logging.dir), config.logging.run_name)
-
-
-def kept_checkpoint(checkpoint: Path) -> str:
-    """What a failed write leaves: the last good checkpoint, if any (for one-line errors)."""
-    if not checkpoint.is_file():
-        return "no checkpoint was written yet"
-    return f"the last good checkpoint is kept: {checkpoint}"
-
-
-def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> MarlplugConfig:
-    """The config a run was started with (``RUN_DIR/config.yaml``), plus overrides."""
-    path = run_dir / CONFIG_NAME
-    if not path.is_file():
-        raise UserError(f"--resume: {run_dir} is not a run folder (no {CONFIG_NAME})")
-    return load_config(path, overrides)
-
-
-def save_run_config(run_dir: Path, config: MarlplugConfig) -> Path:
-    """Write ``config`` (resolved, every default filled in) to ``RUN_DIR/config.yaml``, atomically.
-
-    A fresh run writes the config it starts with; a resumed run writes it again once its checkpoint
-    has loaded, so the overrides of ``--resume RUN_DIR --set ...`` (e.g. a larger
-    ``train.updates``) hold for the next plain ``--resume`` too."""
-    text = yaml.safe_dump(resolved_dict(config), sort_keys=False)
-    return write_atomically(run_dir / CONFIG_NAME, lambda stream: stream.write(text.encode()))
 
 
 def run_training(
