@@ -131,12 +131,16 @@ class Training:
     def _record_stats(
         self, stats: Mapping[str, torch.Tensor], sums: dict[str, float], where: str
     ) -> None:
-        """Add a round's joint scalars to ``sums``; count its non-finite agent updates."""
+        """Add a round's joint scalars (``name``) and per-agent values (``agent/name``, every
+        agent's, in row order) to ``sums``; count its non-finite agent updates."""
         for name, value in stats.items():
             if name == NONFINITE_STAT:
                 self.nonfinite.record(value.bool(), {}, where=where)
             elif value.dim() == 0:
                 sums[name] = sums.get(name, 0.0) + float(value)
+            elif value.shape == (len(self.agent_names),):
+                for agent, item in zip(self.agent_names, value.tolist(), strict=True):
+                    sums[f"{agent}/{name}"] = sums.get(f"{agent}/{name}", 0.0) + float(item)
 
     def state_dict(self) -> dict[str, Any]:
         """The state, the counters and the source's state (plain data, for a checkpoint)."""
