@@ -29,7 +29,7 @@ from marlplug.algorithms.protocol import LearnerAlgorithm
 from marlplug.config import MarlplugConfig, resolved_dict
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.controller import RoundLog, RoundTimeoutError
-from marlplug.errors import ConfigError
+from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import (
     AGENTS_KEY,
@@ -178,7 +178,7 @@ def run(
             stack.enter_context(hold_run_dir(folder))
             checkpoint = folder / CHECKPOINT_NAME
             if checkpoint.exists():  # else: killed before its first checkpoint, start it over
-                state = load_checkpoint(checkpoint, required=(TRAINING_KEY,))
+                state = _upgraded(load_checkpoint(checkpoint), checkpoint)
                 check_agents(state, agent_names, checkpoint, "--resume")
         else:
             folder = new_run_dir(config, run_dir)
@@ -197,6 +197,27 @@ def run(
         )
         return _Run(config, training, folder, total, progress).go(state)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: The entry a MADDPG checkpoint held before the one orchestrator (``MaddpgRunner.state_dict``).
+_RUNNER_KEY = "maddpg_runner"
+
+
+def _upgraded(state: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``state`` with a pre-orchestrator MADDPG checkpoint's entry in :data:`TRAINING_KEY`'s layout
+    (its rows are ``theta``, its optimizer state is in them), so earlier run folders resume; a
+    checkpoint holding neither is one line."""
+    old = state.pop(_RUNNER_KEY, None)
+    if old is not None and TRAINING_KEY not in state:
+        state[TRAINING_KEY] = {
+            "theta": old["theta"],
+            "opt_state": old["theta"].new_zeros(old["theta"].shape[0], 0),
+            "source": {k: old[k] for k in ("env_steps", "sampler", "collector")},
+            "counters": {k: old[k] for k in ("iterations", "rounds", "env_steps")},
+        }
+    if TRAINING_KEY not in state:
+        raise UserError(f"--resume: {path} holds no '{TRAINING_KEY}' entry; it cannot be resumed")
+    return state
 
 
 class _Run:

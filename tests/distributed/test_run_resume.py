@@ -170,3 +170,24 @@ def test_resumed_coded_ppo_continues_the_round_numbers_and_drops_redone_rows(
     run_training(load_run_config(run_dir), resume_dir=run_dir, updates=4)
     assert logged() == straight
     assert load_checkpoint(checkpoint)[CODED_STEP_KEY] == {"rounds": 8}
+
+
+def test_a_checkpoint_of_the_former_maddpg_runner_still_resumes(tmp_path: Path) -> None:
+    config = load_config(data={}, overrides=[*SMALL, "train.updates=4"])
+    straight = run(config, run_dir=tmp_path / "straight")
+    run(config, iterations=2, run_dir=tmp_path / "old")
+    # Rewrite the checkpoint in the layout MaddpgRunner.state_dict wrote before the orchestrator.
+    path = tmp_path / "old" / CHECKPOINT_NAME
+    state = torch.load(path, weights_only=True)
+    training = state.pop(TRAINING_KEY)
+    state["maddpg_runner"] = {
+        "theta": training["theta"],
+        **training["counters"],
+        "sampler": training["source"]["sampler"],
+        "collector": training["source"]["collector"],
+    }
+    torch.save(state, path)
+    resumed = run(load_run_config(tmp_path / "old"), resume_dir=tmp_path / "old")
+    assert [log.iteration for log in resumed.iterations] == [2, 3]
+    assert torch.equal(resumed.theta, straight.theta)
+    assert TRAINING_KEY in load_checkpoint(path)
