@@ -38,7 +38,8 @@ ROUND_COLUMNS = [
 class IterationLog:
     """One training iteration: env steps (whole run), the mean team return of the episodes that
     ended in it (NaN: none), timings, its last coded round's record (``None``: centralized, or no
-    round) and the mean of the learners' scalar statistics over its rounds."""
+    round; ``round_logs`` has all of them), its number of rounds and the mean of the learners'
+    statistics over its rounds."""
 
     iteration: int
     env_steps: int
@@ -48,6 +49,7 @@ class IterationLog:
     round: RoundLog | None
     rounds: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+    round_logs: list[RoundLog] = field(default_factory=list)
 
     def as_row(self) -> dict[str, object]:
         row: dict[str, object] = {

@@ -91,7 +91,7 @@ class Training:
         """One iteration: collect, then one round per minibatch the source yields."""
         start = time.perf_counter()
         update_s = 0.0
-        last_round: RoundLog | None = None
+        round_logs: list[RoundLog] = []
         sums: dict[str, float] = {}
         rounds = 0
         where = f"iteration {self.iterations + 1}"
@@ -110,7 +110,8 @@ class Training:
             rounds += 1
             self._record_stats(result.stats, sums, where)
             self.source.sync(self.theta)
-            last_round = result.log if result.log is not None else last_round
+            if result.log is not None:
+                round_logs.append(result.log)
             update_s += time.perf_counter() - round_start
         stats = self.source.iteration_stats()
         self.env_steps = int(stats.get("env_steps", self.env_steps))
@@ -121,9 +122,10 @@ class Training:
             episode_return=float(stats.get("episode_return", math.nan)),
             collect_s=collect_s,
             update_s=update_s,
-            round=last_round,
+            round=round_logs[-1] if round_logs else None,
             rounds=rounds,
             stats={name: total / rounds for name, total in sums.items()},
+            round_logs=round_logs,
         )
         self.iterations += 1
         return log

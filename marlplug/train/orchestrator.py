@@ -316,8 +316,7 @@ class _Run:
                 log_iteration(logger, log, returns)
                 writer.writerow(iteration_row(log, returns))
                 rows.flush()
-                if log.round is not None:
-                    self.round_logs = [*self.round_logs[-(TIMELINE_ROUNDS - 1) :], log.round]
+                self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
                 if returns is not None:
                     self.history.append(returns)
                 every = self.config.train.checkpoint_every

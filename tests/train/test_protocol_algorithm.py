@@ -68,7 +68,8 @@ def test_trains_centralized_and_coded_to_the_same_state(tmp_path: Path) -> None:
     assert relative(coded.theta, centralized.theta) <= 1e-6
     assert relative(coded.opt_state, centralized.opt_state) <= 1e-6
     assert [log.rounds for log in coded.iterations] == [2, 2, 2, 2]
-    assert all(log.round is not None for log in coded.iterations)
+    assert all(len(log.round_logs) == 2 for log in coded.iterations)
+    assert [r.round_index for r in coded.iterations[-1].round_logs] == [6, 7]
     assert all(log.round is None for log in centralized.iterations)
     assert (tmp_path / "coded" / "timeline.png").stat().st_size > 1000
     # It learns: the joint loss the program reports falls.
