@@ -7,14 +7,17 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 
+import marlplug
 from marlplug import load_config
 from marlplug.config import MarlplugConfig
 from marlplug.envs import make_env
+from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.runs.run_config import load_run_config
 from marlplug.testing import register_plugin
@@ -150,3 +153,18 @@ def test_the_cli_trains_it_coded_and_resumes_it(
     assert resumed.exit_code == 0, resumed.err
     state = load_checkpoint(tmp_path / "cli" / CHECKPOINT_NAME)
     assert state[TRAINING_KEY]["counters"]["iterations"] == 3
+
+
+class _BindOnly(protocol_plugin.RewardRegression):
+    rollouts = None  # type: ignore[assignment]  # half the protocol: no source of minibatches
+
+
+def test_an_algorithm_without_rollouts_is_a_one_line_error_naming_the_protocol() -> None:
+    @marlplug.hookimpl
+    def marlplug_algorithms() -> dict[str, Any]:
+        return {"bind_only": _BindOnly}
+
+    with register_plugin(SimpleNamespace(marlplug_algorithms=marlplug_algorithms), name="half"):
+        cfg = load_config(data={}, overrides=["algorithm.name=bind_only"])
+        with pytest.raises(ConfigError, match=r"'bind_only' does not implement .*rollouts"):
+            learner_algorithm(cfg)
