@@ -10,6 +10,13 @@ One iteration::
 
 :class:`Training` holds the state (``theta``, ``opt_state``, counters) and what a checkpoint needs to
 resume bit-identically; :mod:`marlplug.train.orchestrator` wraps it with the run folder.
+
+What the loop reads from the source's ``iteration_stats()`` after an iteration: ``env_steps`` (env
+frames of the whole run), ``episode_return`` (the mean team return of the episodes that ended in
+the iteration; NaN or absent: none ended) and ``collect_s`` (seconds spent collecting; absent: the
+iteration's time outside the rounds). From the program's ``stats``: 0-d tensors are logged by name,
+``[M]`` tensors per agent as ``agent/name`` (means over the iteration's rounds), and
+:data:`NONFINITE_STAT` is counted.
 """
 
 from __future__ import annotations

@@ -155,7 +155,9 @@ def run(
     from marlplug.envs import make_env
 
     algorithm = learner_algorithm(config)
-    if config.train.torch_threads is not None:
+    # An algorithm that manages its own threads says so in its Options (MADDPG: one per update).
+    ignored: frozenset[str] = getattr(config.algorithm.options, "ignored_train_fields", frozenset())
+    if config.train.torch_threads is not None and "torch_threads" not in ignored:
         torch.set_num_threads(config.train.torch_threads)
     env = make_env(
         config.env.name,
