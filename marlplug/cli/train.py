@@ -1,15 +1,16 @@
 """``marlplug train [CONFIG] [--set k=v ...] [--resume RUN_DIR]``: train from a config.
 
-Joint multi-agent PPO by default (with a ``coding:`` section every minibatch step is one coded round);
-MADDPG (``algorithm: {name: maddpg}``, coded or not) goes to
-:func:`marlplug.train.coded_run.run_maddpg`. Both print the same summary.
+An algorithm that implements the learner-algorithm protocol (``maddpg``, plugins) runs through the
+one orchestrator, :func:`marlplug.train.orchestrator.run` (coded with a ``coding:`` section); joint
+PPO runs on :func:`marlplug.train.run.run_training` until it implements the protocol too. Both print
+the same summary.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -63,8 +64,8 @@ def _train(
 ) -> None:
     from marlplug.config import load_config
     from marlplug.errors import UserError
+    from marlplug.runs.run_config import load_run_config
     from marlplug.runs.summary import summary_lines
-    from marlplug.train.run import load_run_config
 
     if resume_dir is not None:
         if config_path is not None:
@@ -73,55 +74,43 @@ def _train(
     else:
         config = load_config(config_path or default_config_path(), list(overrides))
     progress = False if no_progress else None
-    metrics = f"{{}} ({config.logging.backend})"
-    if _uses_maddpg_runner(config):
-        from marlplug.train.coded_run import run_maddpg
+    result: Any
+    if _uses_orchestrator(config):
+        from marlplug.train.orchestrator import run
 
-        coded = run_maddpg(config, resume_dir=resume_dir, progress=progress)
-        outputs: list[tuple[str, Path]] = [
-            (label, path)
-            for label, path in (
-                ("checkpoint", coded.checkpoint),
-                ("learning curve", coded.learning_curve),
-                ("rounds log", coded.rounds_csv),
-                ("timeline", coded.timeline),
-            )
-            if path is not None
-        ]
-        lines = summary_lines(
-            coded,
-            run_dir=coded.run_dir,
-            metrics=metrics.format(coded.metrics_dir),
-            outputs=outputs,
-            unit="iterations",
-        )
+        result = run(config, resume_dir=resume_dir, progress=progress)
+        labelled = [("rounds log", result.rounds_csv), ("timeline", result.timeline)]
+        unit = "iterations"
     else:
         from marlplug.train.run import run_training
 
         result = run_training(config, resume_dir=resume_dir, progress=progress)
-        joint_outputs = [
+        labelled, unit = [("rounds log", result.rounds_csv)], "updates"
+    outputs = [
+        (label, path)
+        for label, path in [
             ("checkpoint", result.checkpoint),
             ("learning curve", result.learning_curve),
+            *labelled,
         ]
-        if result.rounds_csv is not None:
-            joint_outputs.append(("rounds log", result.rounds_csv))
-        lines = summary_lines(
-            result,
-            run_dir=result.run_dir,
-            metrics=metrics.format(result.metrics_dir),
-            outputs=joint_outputs,
-        )
-        if result.nonfinite is not None:
-            lines.insert(1, f"warning: {result.nonfinite}")
+        if path is not None
+    ]
+    lines = summary_lines(
+        result,
+        run_dir=result.run_dir,
+        metrics=f"{result.metrics_dir} ({config.logging.backend})",
+        outputs=outputs,
+        unit=unit,
+    )
+    if result.nonfinite is not None:
+        lines.insert(1, f"warning: {result.nonfinite}")
     for line in lines:
         click.echo(line)
 
 
-def _uses_maddpg_runner(config: MarlplugConfig) -> bool:
-    """An off-policy algorithm (maddpg) runs on the MADDPG runner, PPO (coded or not) on the joint
-    trainer; the check imports :mod:`marlplug.distributed` only when it has to."""
-    if config.algorithm.name == "ppo":
-        return False
-    from marlplug.train.coded_run import uses_maddpg_runner
+def _uses_orchestrator(config: MarlplugConfig) -> bool:
+    """Whether the configured algorithm implements the learner-algorithm protocol (then it runs on
+    the one orchestrator); the joint PPO trainer runs the others (today: ``ppo``)."""
+    from marlplug.train.orchestrator import configured_algorithm, implements_protocol
 
-    return uses_maddpg_runner(config)
+    return implements_protocol(configured_algorithm(config))

@@ -1,14 +1,16 @@
-"""What a MADDPG run reports for each iteration: its ``rounds.csv`` row, its logged metrics (both
-returns, the timings, the coded round's record), and why no update round has run yet."""
+"""What a run reports for each iteration: its record (:class:`IterationLog`), its ``rounds.csv`` row,
+its logged metrics (both returns, the timings, the coded round's record, the learners' statistics),
+and why no update round has run yet."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.distributed.rounds import RoundLog
 from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
-from marlplug.train.maddpg_loop import IterationLog
 
 #: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
 ITERATION_COLUMNS = [
@@ -32,8 +34,38 @@ ROUND_COLUMNS = [
 ]
 
 
+@dataclass
+class IterationLog:
+    """One training iteration: env steps (whole run), the mean team return of the episodes that
+    ended in it (NaN: none), timings, its last coded round's record (``None``: centralized, or no
+    round; ``round_logs`` has all of them), its number of rounds and the mean of the learners'
+    statistics over its rounds."""
+
+    iteration: int
+    env_steps: int
+    episode_return: float
+    collect_s: float
+    update_s: float
+    round: RoundLog | None
+    rounds: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
+    round_logs: list[RoundLog] = field(default_factory=list)
+
+    def as_row(self) -> dict[str, object]:
+        row: dict[str, object] = {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episode_return": self.episode_return,
+            "collect_s": self.collect_s,
+            "update_s": self.update_s,
+        }
+        if self.round is not None:
+            row.update({f"round_{k}": v for k, v in self.round.as_row().items() if k != "round"})
+        return row
+
+
 def rounds_columns(*, coded: bool) -> list[str]:
-    """The header of a MADDPG run's ``rounds.csv``."""
+    """The header of a run's ``rounds.csv`` (one row per iteration)."""
     return ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
 
 
@@ -75,6 +107,8 @@ def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -
     logger.log_scalar("collect_s", log.collect_s, step=step)
     logger.log_scalar("update_s", log.update_s, step=step)
     for name, value in (returns.as_metrics() if returns is not None else {}).items():
+        logger.log_scalar(name, value, step=step)
+    for name, value in log.stats.items():
         logger.log_scalar(name, value, step=step)
     if log.round is not None:
         round_log = log.round

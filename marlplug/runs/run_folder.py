@@ -25,8 +25,8 @@ LOCK_NAME = ".lock"
 #: A default-named run that clashes tries this many suffixed names before giving up.
 MAX_NAME_ATTEMPTS = 1000
 #: ``write_atomically``'s temporary files: ``.<target>-<8 random characters>`` (``tempfile``'s
-#: alphabet), for the files a run writes (checkpoint, CSVs).
-_TEMPORARY = re.compile(r"^\.(?P<target>.+\.(?:pt|csv))-[a-z0-9_]{8}$")
+#: alphabet), for the files a run writes (checkpoint, CSVs, config.yaml).
+_TEMPORARY = re.compile(r"^\.(?P<target>.+\.(?:pt|csv|yaml))-[a-z0-9_]{8}$")
 #: Errors of the file system rather than of marlplug: reported in one line, never a traceback.
 STORAGE_ERRNOS = frozenset(
     {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EFBIG}
@@ -166,9 +166,10 @@ def remove_orphaned_temporaries(run_dir: Path) -> list[Path]:
         >>> import tempfile
         >>> run_dir = Path(tempfile.mkdtemp())
         >>> _ = (run_dir / ".checkpoint.pt-k3j2_x9a").write_bytes(b"half")
+        >>> _ = (run_dir / ".config.yaml-femmuiw_").write_text("half")
         >>> _ = (run_dir / "notes.txt").write_text("kept")
         >>> [path.name for path in remove_orphaned_temporaries(run_dir)]
-        ['.checkpoint.pt-k3j2_x9a']
+        ['.checkpoint.pt-k3j2_x9a', '.config.yaml-femmuiw_']
     """
     removed = []
     for path in sorted(run_dir.rglob(".*-*")):

@@ -1,26 +1,39 @@
-"""Training: the joint multi-agent PPO trainer, its config, stats, checkpoints and reporting.
+"""Training: the one orchestrator that runs every learner algorithm, centralized or coded, and the
+joint PPO trainer it replaces for PPO once PPO implements the learner protocol.
 
-``marlplug.config`` imports :mod:`marlplug.config.train`, so the heavier names below are imported
-lazily (on first attribute access) to keep that import free of cycles.
+- :mod:`~marlplug.train.orchestrator`: :func:`run`, a whole run from a config (run folder,
+  checkpoint/resume, metrics, ``rounds.csv``, plots) for any algorithm with ``bind`` and
+  ``rollouts`` (:mod:`marlplug.algorithms.protocol`).
+- :mod:`~marlplug.train.loop`: :class:`Training`, the iterations (minibatch -> round -> sync).
+- :mod:`~marlplug.train.executors`: where a round runs (in process, or on coded learners).
+- :mod:`~marlplug.train.legacy`: the bridge for algorithms on the pre-protocol contract (MADDPG).
+- :mod:`~marlplug.train.run` and :mod:`~marlplug.train.trainer`: the joint PPO trainer
+  (:class:`JointMultiAgentTrainer`) and its run (:func:`run_training`), coded PPO included.
+- :mod:`~marlplug.train.surfaces`: the minimal ``JointEnv``/``JointPolicy`` surfaces.
+- :mod:`~marlplug.train.coded_run`: ``run_maddpg``/``run_coded``, the former names of :func:`run`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from marlplug.config.train import JointTrainerConfig, TrainSection
+from marlplug.runs.stats import JointStats
+from marlplug.train.loop import Training
+from marlplug.train.orchestrator import TrainResult, run
+from marlplug.train.run import run_training
+from marlplug.train.surfaces import JointEnv, JointPolicy, JointStepResult, TorchRLJointEnv
+from marlplug.train.trainer import JointMultiAgentTrainer
 
-from marlplug.config.train import TrainSection
-
-_LAZY = {
-    "JointTrainerConfig": "marlplug.losses.ppo_options",
-    "JointStats": "marlplug.runs.stats",
-    "JointMultiAgentTrainer": "marlplug.train.trainer",
-}
-
-__all__ = ["TrainSection", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'marlplug.train' has no attribute '{name}'")
+__all__ = [
+    "JointEnv",
+    "JointMultiAgentTrainer",
+    "JointPolicy",
+    "JointStats",
+    "JointStepResult",
+    "JointTrainerConfig",
+    "TorchRLJointEnv",
+    "TrainResult",
+    "TrainSection",
+    "Training",
+    "run",
+    "run_training",
+]

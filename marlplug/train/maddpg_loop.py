@@ -1,27 +1,28 @@
-"""The MADDPG training loop shared by centralized and coded runs: per iteration, act in the env for
-``steps_per_iteration`` steps, then one update round on a seeded minibatch.
+"""MADDPG driven by a program and an updater instead of a config (``bench parity``, fault tests):
+:class:`MaddpgRunner` is :class:`~marlplug.train.loop.Training` with the replay source of
+:mod:`marlplug.train.legacy` and an :class:`Updater` on the pre-Protocol ``[M, D]`` rows.
 
-Only the updater differs: :class:`CentralizedUpdater` evaluates every ``U_i`` in this process;
+:class:`CentralizedUpdater` evaluates every ``U_i`` in this process;
 :class:`~marlplug.distributed.controller.CodedController` evaluates them on learners and decodes. With the
-same seed both give the same learning curve.
+same seed both give the same learning curve. Goes once the controller takes a
+:class:`~marlplug.algorithms.protocol.LearnerProgram` (then use :mod:`marlplug.train.executors`).
 """
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.algorithms.row_bridge import MaddpgRows
+from marlplug.algorithms.maddpg import MaddpgProgram
 from marlplug.distributed.controller import RoundLog
-from marlplug.errors import UserError
+from marlplug.runs.iteration_report import IterationLog
 from marlplug.seeding import agent_seed
+from marlplug.train.executors import RoundResult
+from marlplug.train.legacy import LegacyProgram, ReplaySource
+from marlplug.train.loop import Training
 
 
 class Updater(Protocol):
@@ -39,7 +40,7 @@ class CentralizedUpdater:
         >>> updater = CentralizedUpdater(program, seed=0)  # doctest: +SKIP
     """
 
-    def __init__(self, program: MaddpgRows, *, seed: int) -> None:
+    def __init__(self, program: MaddpgProgram, *, seed: int) -> None:
         self.program = program
         self.seed = seed
 
@@ -51,32 +52,31 @@ class CentralizedUpdater:
         return self.program.update(theta_all, agents, batch, seeds), None
 
 
-@dataclass
-class IterationLog:
-    """One training iteration: env steps, the return of the episodes that ended, the update round."""
+class _UpdaterExecutor:
+    """An :class:`Updater` (the pre-Protocol ``[M, D]`` rows) as a round executor."""
 
-    iteration: int
-    env_steps: int
-    episode_return: float
-    collect_s: float
-    update_s: float
-    round: RoundLog | None
+    def __init__(self, updater: Updater) -> None:
+        self.updater = updater
 
-    def as_row(self) -> dict[str, object]:
-        row: dict[str, object] = {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episode_return": self.episode_return,
-            "collect_s": self.collect_s,
-            "update_s": self.update_s,
-        }
-        if self.round is not None:
-            row.update({f"round_{k}": v for k, v in self.round.as_row().items() if k != "round"})
-        return row
+    def update(
+        self, theta: torch.Tensor, opt_state: torch.Tensor, batch: TensorDictBase, round_index: int
+    ) -> RoundResult:
+        new_theta, log = self.updater.update(theta, batch, round_index)
+        return RoundResult(new_theta, opt_state, {}, log)
+
+    def skip_rounds(self, rounds: int) -> None:
+        skip_rounds = getattr(self.updater, "skip_rounds", None)
+        if skip_rounds is not None:  # a coded controller (a centralized updater has no stragglers)
+            skip_rounds(rounds)
+
+    def close(self) -> None:
+        """The caller owns the updater."""
 
 
 class MaddpgRunner:
-    """Runs MADDPG iterations with a given updater.
+    """Runs MADDPG iterations with a given updater: :class:`~marlplug.train.loop.Training` over the
+    replay source of :mod:`marlplug.train.legacy`, for callers that hold a program and an updater
+    rather than a config (:func:`marlplug.train.orchestrator.run` takes a config).
 
     Args:
         env: the multi-agent env.
@@ -89,15 +89,38 @@ class MaddpgRunner:
         >>> logs = runner.run(iterations=3)  # doctest: +SKIP
     """
 
-    def __init__(self, env: EnvBase, program: MaddpgRows, updater: Updater, *, seed: int) -> None:
+    def __init__(
+        self, env: EnvBase, program: MaddpgProgram, updater: Updater, *, seed: int
+    ) -> None:
         self.program = program
         self.updater = updater
-        self.collector = ExperienceCollector(env, program, seed=seed)
-        self.theta = program.init_state(seed)
-        self.sampler = torch.Generator().manual_seed(seed + 1)
-        self.rounds = 0
-        self.env_steps = 0
-        self.iterations = 0
+        legacy = LegacyProgram(program)
+        source = ReplaySource(env, legacy, seed)
+        self.collector = source.collector
+        self.training = Training(
+            legacy,
+            source,
+            _UpdaterExecutor(updater),
+            agent_names=[agent.name for agent in program.agents],
+            seed=seed,
+        )
+
+    @property
+    def theta(self) -> torch.Tensor:
+        """Every agent's state row (see :attr:`MaddpgProgram.codec`)."""
+        return self.training.theta
+
+    @property
+    def rounds(self) -> int:
+        return self.training.rounds
+
+    @property
+    def env_steps(self) -> int:
+        return self.training.env_steps
+
+    @property
+    def iterations(self) -> int:
+        return self.training.iterations
 
     def run(self, iterations: int) -> list[IterationLog]:
         """Run ``iterations`` more iterations and return their logs."""
@@ -106,56 +129,10 @@ class MaddpgRunner:
     def step(self) -> IterationLog:
         """One iteration: collect ``steps_per_iteration`` env steps, then one update round once the
         replay buffer holds enough transitions."""
-        steps = self.program.options.steps_per_iteration
-        seen = len(self.collector.episode_returns)
-        start = time.perf_counter()
-        self.collector.collect(self.theta, steps)
-        self.env_steps += steps * self.collector.adapter.num_envs
-        collect_s = time.perf_counter() - start
-        round_log = None
-        start = time.perf_counter()
-        if self.collector.ready():
-            batch = self.collector.sample(self.sampler)
-            self.theta, round_log = self.updater.update(self.theta, batch, self.rounds)
-            self.rounds += 1
-        update_s = time.perf_counter() - start
-        finished = self.collector.episode_returns[seen:]
-        episode_return = sum(finished) / len(finished) if finished else math.nan
-        log = IterationLog(
-            self.iterations, self.env_steps, episode_return, collect_s, update_s, round_log
-        )
-        self.iterations += 1
-        return log
+        return self.training.step()
 
     def state_dict(self) -> dict[str, Any]:
-        """θ (every agent's flat state, see :attr:`MaddpgProgram.codec`), the counters, the sampler
-        and the collector (replay buffer, exploration RNG, env position)."""
-        return {
-            "theta": self.theta.clone(),
-            "rounds": self.rounds,
-            "env_steps": self.env_steps,
-            "iterations": self.iterations,
-            "sampler": self.sampler.get_state(),
-            "collector": self.collector.state_dict(),
-        }
+        return self.training.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from :meth:`state_dict`'s output.
-
-        A coded run's straggler model draws once per round from its own stream; that stream is moved
-        forward by the rounds already run, so the resumed run sees the same stragglers.
-        """
-        if state["theta"].shape != self.theta.shape:
-            raise UserError(
-                f"--resume: the checkpoint holds agent states of shape {tuple(state['theta'].shape)}, "
-                f"this config builds {tuple(self.theta.shape)}; was the env or algorithm changed?"
-            )
-        self.theta = state["theta"].clone()
-        self.rounds = int(state["rounds"])
-        self.env_steps = int(state["env_steps"])
-        self.iterations = int(state["iterations"])
-        self.sampler.set_state(state["sampler"])
-        self.collector.load_state_dict(state["collector"])
-        skip_rounds = getattr(self.updater, "skip_rounds", None)
-        if skip_rounds is not None:  # a coded controller (a centralized updater has no stragglers)
-            skip_rounds(self.rounds)
+        self.training.load_state_dict(state)

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from torch import nn
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.config import MarlplugConfig, load_config, resolved_dict
+from marlplug.config import MarlplugConfig
+from marlplug.config.train import JointTrainerConfig
 from marlplug.errors import ConfigError, UserError
-from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import (
     AGENTS_KEY,
@@ -27,13 +26,13 @@ from marlplug.runs.checkpoint import (
     restore_rng_states,
     restore_state,
     save_checkpoint,
-    write_atomically,
 )
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
 from marlplug.runs.nonfinite import warn_nonfinite
 from marlplug.runs.reporting import ProgressBar
-from marlplug.runs.run_folder import create_run_dir, hold_run_dir, storage_errors
+from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config
+from marlplug.runs.run_folder import hold_run_dir, storage_errors
 from marlplug.runs.stats import (
     JointStats,
     ReturnPoint,
@@ -41,9 +40,9 @@ from marlplug.runs.stats import (
     history_from_checkpoint,
 )
 from marlplug.runs.summary import RunTotals, plot_learning_curve
+from marlplug.train.executors import build_controller
 from marlplug.train.trainer import JointMultiAgentTrainer
 
-CONFIG_NAME = "config.yaml"
 HISTORY_KEY = "history"
 #: Coded PPO runs log every round (one per minibatch step) here, in the run folder.
 ROUNDS_CSV_NAME = "rounds.csv"
@@ -89,10 +88,19 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
             f"algorithm.name: the joint trainer runs 'ppo'; '{config.algorithm.name}' is not supported here"
         )
     algorithm = algorithm_cls(**config.algorithm.options.model_dump())
+    clip_ppo: dict[str, Any] | None = None
     aux_losses: dict[str, nn.Module] = {}
     for index, spec in enumerate(config.losses):
+        options = spec.options.model_dump()
+        if spec.name == "clip_ppo":
+            clip_ppo = options
+            continue
         loss_cls = get_component("loss", spec.name, field=f"losses[{index}].name")
-        aux_losses[spec.name] = loss_cls(**spec.options.model_dump())
+        aux_losses[spec.name] = loss_cls(**options)
+    if clip_ppo is None:
+        raise ConfigError(
+            "losses: the joint trainer needs a 'clip_ppo' entry; add {name: clip_ppo}"
+        )
     if config.train.torch_threads is not None:
         torch.set_num_threads(config.train.torch_threads)
     env = make_env(
@@ -102,15 +110,13 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         seed=config.seed,
         **config.env.options.model_dump(),
     )
-    trainer_config = JointTrainerConfig.from_sections(
-        config.train, algorithm.loss_options, seed=config.seed
-    )
+    trainer_config = JointTrainerConfig.from_sections(config.train, clip_ppo, seed=config.seed)
     return JointMultiAgentTrainer(
         env,
         config=trainer_config,
         algorithm=algorithm,
         aux_losses=aux_losses,
-        loss_critic_type=trainer_config.loss_critic_type,
+        loss_critic_type=clip_ppo.get("loss_critic_type", "l2"),
     )
 
 
@@ -118,13 +124,15 @@ def attach_coded_steps(config: MarlplugConfig, trainer: JointMultiAgentTrainer) 
     """Make every minibatch step of ``trainer`` one coded round on ``config.coding``'s learners.
 
     Returns the controller (close it when done) and the step (its ``round_logs``)."""
-    from marlplug.algorithms.row_bridge import CodedPpoStep, Rows
-    from marlplug.train.coded_run import build_controller
+    from marlplug.algorithms.ppo_coded import CodedPpoStep, PpoCodedProgram
 
-    program = trainer.algorithm.program(
-        trainer.loss, lr=trainer.config.lr, max_grad_norm=trainer.config.max_grad_norm
+    program = PpoCodedProgram(
+        trainer.algorithm,
+        trainer.loss,
+        lr=trainer.config.lr,
+        max_grad_norm=trainer.config.max_grad_norm,
     )
-    controller = build_controller(config, Rows(program))
+    controller = build_controller(config, program)
     step = CodedPpoStep(program, controller, trainer.loss, trainer.optimizer)
     trainer.step_function = step
     return controller, step
@@ -157,37 +165,6 @@ def _append_rounds(path: Path, update: int, logs: list[Any]) -> None:
     with path.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=_rounds_columns())
         writer.writerows({"update": update, **log.as_row()} for log in logs)
-
-
-def new_run_dir(config: MarlplugConfig) -> Path:
-    """A fresh run folder ``logging.dir/logging.run_name`` (default name: a timestamp), created
-    atomically: runs started at once never share a folder (see :mod:`marlplug.runs.run_folder`)."""
-    return create_run_dir(Path(config.logging.dir), config.logging.run_name)
-
-
-def kept_checkpoint(checkpoint: Path) -> str:
-    """What a failed write leaves: the last good checkpoint, if any (for one-line errors)."""
-    if not checkpoint.is_file():
-        return "no checkpoint was written yet"
-    return f"the last good checkpoint is kept: {checkpoint}"
-
-
-def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> MarlplugConfig:
-    """The config a run was started with (``RUN_DIR/config.yaml``), plus overrides."""
-    path = run_dir / CONFIG_NAME
-    if not path.is_file():
-        raise UserError(f"--resume: {run_dir} is not a run folder (no {CONFIG_NAME})")
-    return load_config(path, overrides)
-
-
-def save_run_config(run_dir: Path, config: MarlplugConfig) -> Path:
-    """Write ``config`` (resolved, every default filled in) to ``RUN_DIR/config.yaml``, atomically.
-
-    A fresh run writes the config it starts with; a resumed run writes it again once its checkpoint
-    has loaded, so the overrides of ``--resume RUN_DIR --set ...`` (e.g. a larger
-    ``train.updates``) hold for the next plain ``--resume`` too."""
-    text = yaml.safe_dump(resolved_dict(config), sort_keys=False)
-    return write_atomically(run_dir / CONFIG_NAME, lambda stream: stream.write(text.encode()))
 
 
 def run_training(

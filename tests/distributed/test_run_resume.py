@@ -15,8 +15,9 @@ from marlplug import load_config
 from marlplug.cli.train import default_config_path
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.coded_run import RUNNER_KEY, run_maddpg
-from marlplug.train.run import CODED_STEP_KEY, load_run_config, run_training
+from marlplug.runs.run_config import load_run_config
+from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.run import CODED_STEP_KEY, run_training
 
 # 10 steps per iteration against 25-step episodes: checkpoints fall mid-episode; a 40-transition
 # buffer wraps after 4 iterations; the first update round is in iteration 1.
@@ -45,26 +46,27 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 
 
 def runner_state(run_dir: Path) -> dict[str, Any]:
-    state: dict[str, Any] = load_checkpoint(run_dir / CHECKPOINT_NAME)[RUNNER_KEY]
+    state: dict[str, Any] = load_checkpoint(run_dir / CHECKPOINT_NAME)[TRAINING_KEY]
     return state
 
 
 def test_centralized_resume_is_bit_identical_to_a_run_never_stopped(tmp_path: Path) -> None:
     config = load_config(data={}, overrides=[*SMALL, "train.updates=6", "train.checkpoint_every=2"])
-    straight = run_maddpg(config, run_dir=tmp_path / "straight")
+    straight = run(config, run_dir=tmp_path / "straight")
     # Stopped after 3 iterations (30 steps: one episode done, 5 steps into the next) ...
-    run_maddpg(config, iterations=3, run_dir=tmp_path / "stopped")
-    assert runner_state(tmp_path / "stopped")["iterations"] == 3
+    run(config, iterations=3, run_dir=tmp_path / "stopped")
+    assert runner_state(tmp_path / "stopped")["counters"]["iterations"] == 3
     # ... and resumed from its own folder to the configured 6.
-    resumed = run_maddpg(load_run_config(tmp_path / "stopped"), resume_dir=tmp_path / "stopped")
+    resumed = run(load_run_config(tmp_path / "stopped"), resume_dir=tmp_path / "stopped")
     assert [log.iteration for log in resumed.iterations] == [3, 4, 5]
     assert torch.equal(resumed.theta, straight.theta)
     assert resumed.history == straight.history
     before, after = runner_state(tmp_path / "straight"), runner_state(tmp_path / "stopped")
     assert torch.equal(
-        before["collector"]["transitions"]["obs"], after["collector"]["transitions"]["obs"]
+        before["source"]["collector"]["transitions"]["obs"],
+        after["source"]["collector"]["transitions"]["obs"],
     )
-    assert before["collector"]["writer"] == after["collector"]["writer"]
+    assert before["source"]["collector"]["writer"] == after["source"]["collector"]["writer"]
     assert [row["iteration"] for row in rows(tmp_path / "stopped")] == [str(i) for i in range(6)]
     assert (tmp_path / "stopped" / "learning_curve.png").stat().st_size > 1000
     assert not (tmp_path / "stopped" / "timeline.png").exists()
@@ -114,7 +116,7 @@ def test_train_cli_runs_coded_maddpg_and_resumes_it(
     assert [[int(j) for j in row["round_stragglers"].split()] for row in coded_rounds] == expected
 
     # And it reached the parameters of an uninterrupted centralized run (decoding round-off only).
-    centralized = run_maddpg(
+    centralized = run(
         load_config(data={}, overrides=[*SMALL, "train.updates=4"]),
         run_dir=tmp_path / "centralized",
     )
@@ -168,3 +170,24 @@ def test_resumed_coded_ppo_continues_the_round_numbers_and_drops_redone_rows(
     run_training(load_run_config(run_dir), resume_dir=run_dir, updates=4)
     assert logged() == straight
     assert load_checkpoint(checkpoint)[CODED_STEP_KEY] == {"rounds": 8}
+
+
+def test_a_checkpoint_of_the_former_maddpg_runner_still_resumes(tmp_path: Path) -> None:
+    config = load_config(data={}, overrides=[*SMALL, "train.updates=4"])
+    straight = run(config, run_dir=tmp_path / "straight")
+    run(config, iterations=2, run_dir=tmp_path / "old")
+    # Rewrite the checkpoint in the layout MaddpgRunner.state_dict wrote before the orchestrator.
+    path = tmp_path / "old" / CHECKPOINT_NAME
+    state = torch.load(path, weights_only=True)
+    training = state.pop(TRAINING_KEY)
+    state["maddpg_runner"] = {
+        "theta": training["theta"],
+        **training["counters"],
+        "sampler": training["source"]["sampler"],
+        "collector": training["source"]["collector"],
+    }
+    torch.save(state, path)
+    resumed = run(load_run_config(tmp_path / "old"), resume_dir=tmp_path / "old")
+    assert [log.iteration for log in resumed.iterations] == [2, 3]
+    assert torch.equal(resumed.theta, straight.theta)
+    assert TRAINING_KEY in load_checkpoint(path)

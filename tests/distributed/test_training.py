@@ -9,14 +9,8 @@ from pathlib import Path
 import torch
 
 from marlplug import load_config
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg import MADDPG
-from marlplug.algorithms.row_bridge import MaddpgRows
-from marlplug.coding import MDSCode
-from marlplug.distributed import CodedController, StragglerModel
-from marlplug.envs import make_env
 from marlplug.train.coded_run import run_coded
-from marlplug.train.maddpg_loop import CentralizedUpdater, MaddpgRunner
+from marlplug.train.orchestrator import run
 
 SMALL = {
     "minibatch_size": 64,
@@ -26,38 +20,34 @@ SMALL = {
 }
 
 
-def curve(
-    updater_kind: str, scheme: object | None = None, iterations: int = 5
-) -> tuple[list[float], torch.Tensor]:
-    env = make_env("cooperative_navigation", agents=3, seed=0)
-    program = MaddpgRows(MADDPG(**SMALL).program(MultiAgentEnvAdapter(env).agents))
-    if updater_kind == "centralized":
-        updater = CentralizedUpdater(program, seed=0)
-    else:
-        matrix = scheme.assignment_matrix(3, 6, 0)  # type: ignore[union-attr]
-        updater = CodedController(
-            program,
-            matrix,
-            None,
-            scheme=scheme,
-            clock="simulated",
-            stragglers=StragglerModel(count=2, delay_s=0.1, seed=0),
-        )
-    runner = MaddpgRunner(env, program, updater, seed=0)
-    logs = runner.run(iterations)
-    return [log.episode_return for log in logs], runner.theta
+def curve(tmp_path: Path, coding: dict[str, object] | None) -> tuple[list[float], torch.Tensor]:
+    data: dict[str, object] = {
+        "env": {"name": "cooperative_navigation", "agents": 3},
+        "algorithm": {"name": "maddpg", **SMALL},
+        "train": {"updates": 5},
+        "logging": {"progress": False},
+    }
+    if coding is not None:
+        data["coding"] = coding
+    result = run(load_config(data=data), run_dir=tmp_path / ("coded" if coding else "centralized"))
+    return [log.episode_return for log in result.iterations], result.theta
 
 
-def test_coded_and_centralized_runs_have_the_same_learning_curve() -> None:
-    centralized_curve, centralized_theta = curve("centralized")
+def test_coded_and_centralized_runs_have_the_same_learning_curve(tmp_path: Path) -> None:
+    centralized_curve, centralized_theta = curve(tmp_path, None)
     assert sum(not math.isnan(r) for r in centralized_curve) >= 4
-    for scheme in (MDSCode(),):
-        coded_curve, coded_theta = curve("coded", scheme)
-        torch.testing.assert_close(
-            torch.tensor(coded_curve), torch.tensor(centralized_curve), equal_nan=True
-        )
-        relative = (coded_theta - centralized_theta).norm() / centralized_theta.norm()
-        assert relative <= 1e-5
+    coding = {
+        "scheme": "mds",
+        "learners": 6,
+        "clock": "simulated",
+        "stragglers": {"count": 2, "delay_s": 0.1},
+    }
+    coded_curve, coded_theta = curve(tmp_path, coding)
+    torch.testing.assert_close(
+        torch.tensor(coded_curve), torch.tensor(centralized_curve), equal_nan=True
+    )
+    relative = (coded_theta - centralized_theta).norm() / centralized_theta.norm()
+    assert relative <= 1e-6
 
 
 def test_run_coded_from_a_config_logs_rounds_and_draws_the_timeline(tmp_path: Path) -> None:
@@ -88,15 +78,13 @@ def test_run_coded_from_a_config_logs_rounds_and_draws_the_timeline(tmp_path: Pa
 def test_run_maddpg_without_coding_trains_centrally_and_matches_the_coded_run(
     tmp_path: Path,
 ) -> None:
-    from marlplug.train.coded_run import run_maddpg
-
     base = {
         "env": {"name": "cooperative_navigation", "agents": 3},
         "algorithm": {"name": "maddpg", **SMALL},
         "train": {"updates": 4},
     }
-    centralized = run_maddpg(load_config(data=base), run_dir=tmp_path / "centralized")
-    coded = run_maddpg(
+    centralized = run(load_config(data=base), run_dir=tmp_path / "centralized")
+    coded = run(
         load_config(
             data={**base, "coding": {"scheme": "replication", "learners": 4, "clock": "simulated"}}
         ),

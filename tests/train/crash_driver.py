@@ -89,7 +89,7 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
     # Import (not run) everything the children need once, so each child starts in a fraction of a
     # second; no torch op runs here, so no thread pool exists when forking.
     import marlplug.cli.train
-    import marlplug.train.coded_run
+    import marlplug.train.orchestrator
     import marlplug.train.run  # noqa: F401
     from marlplug.plugins import get_plugin_manager
 

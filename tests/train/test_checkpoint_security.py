@@ -24,8 +24,9 @@ from marlplug.runs.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from marlplug.train.coded_run import RUNNER_KEY, run_maddpg
-from marlplug.train.run import load_run_config, run_training
+from marlplug.runs.run_config import load_run_config
+from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 
 
@@ -200,8 +201,8 @@ def test_maddpg_resume_with_another_agent_count_is_one_line(tmp_path: Path, run_
             "train.updates=2",
         ],
     )
-    result = run_maddpg(config, run_dir=tmp_path / "m")
-    assert RUNNER_KEY in load_checkpoint(result.run_dir / CHECKPOINT_NAME)
+    result = run(config, run_dir=tmp_path / "m")
+    assert TRAINING_KEY in load_checkpoint(result.run_dir / CHECKPOINT_NAME)
     resumed = run_cli("train", "--resume", str(result.run_dir), "--set", "env.agents=3")
     assert resumed.exit_code == 2
     assert "trained with 2 agents" in _one_line(resumed.err)

@@ -19,11 +19,12 @@ import pytest
 import torch
 
 from marlplug import load_config
+from marlplug.runs import checkpoint as checkpoint_module
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.runs.run_config import load_run_config
 from marlplug.runs.run_folder import LOCK_NAME
-from marlplug.runs import checkpoint as checkpoint_module
-from marlplug.train.run import load_run_config, run_training
+from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
@@ -209,7 +210,7 @@ def test_ctrl_c_in_a_terminal_stops_a_coded_maddpg_run_with_its_checkpoint(tmp_p
     assert len(lines) == 1 and lines[0].startswith("interrupted after iteration "), err
     iteration = int(lines[0].split()[3].rstrip(":"))
     state = load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)
-    assert state["maddpg_runner"]["iterations"] == iteration == iterations_logged() >= 4
+    assert state["training"]["counters"]["iterations"] == iteration == iterations_logged() >= 4
 
 
 def _resume_in_subprocess(run_dir: Path, **limits: Any) -> subprocess.CompletedProcess[str]:

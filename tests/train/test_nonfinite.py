@@ -173,5 +173,5 @@ def test_maddpg_stops_when_an_update_makes_a_state_non_finite(tmp_path: Path, ru
     assert lines[0].startswith("error: iteration ")
     assert "the update made the state of agents agent_0, agent_1 non-finite" in lines[0]
     # The last checkpoint holds finite states.
-    state = load_checkpoint(tmp_path / "m" / CHECKPOINT_NAME)["maddpg_runner"]["theta"]
+    state = load_checkpoint(tmp_path / "m" / CHECKPOINT_NAME)["training"]["theta"]
     assert bool(torch.isfinite(state).all())

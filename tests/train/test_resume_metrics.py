@@ -11,8 +11,9 @@ from pathlib import Path
 from marlplug.config import load_config
 from marlplug.runs.checkpoint import CHECKPOINT_NAME
 from marlplug.runs.metrics_files import read_scalar_csv
-from marlplug.train.coded_run import run_maddpg
-from marlplug.train.run import load_run_config, run_training
+from marlplug.runs.run_config import load_run_config
+from marlplug.train import orchestrator
+from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 
 PPO_SMALL = [*SMALL_RUN, "train.checkpoint_every=2", "train.updates=4"]
@@ -78,13 +79,15 @@ def test_resumed_ppo_logs_every_update_once(tmp_path: Path) -> None:
 
 def test_resumed_maddpg_logs_every_iteration_once(tmp_path: Path) -> None:
     config = load_config(data={}, overrides=MADDPG_SMALL)
-    run_maddpg(config, run_dir=tmp_path / "straight")
+    orchestrator.run(config, run_dir=tmp_path / "straight")
     run_dir = tmp_path / "resumed"
 
     def run(resume_dir: Path | None, iterations: int) -> object:
         if resume_dir is None:
-            return run_maddpg(config, iterations=iterations, run_dir=run_dir)
-        return run_maddpg(load_run_config(resume_dir), iterations=iterations, resume_dir=resume_dir)
+            return orchestrator.run(config, iterations=iterations, run_dir=run_dir)
+        return orchestrator.run(
+            load_run_config(resume_dir), iterations=iterations, resume_dir=resume_dir
+        )
 
     crash_after_checkpoint_and_resume(run, run_dir)
     logged, straight = scalar_rows(run_dir), scalar_rows(tmp_path / "straight")

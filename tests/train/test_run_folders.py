@@ -13,6 +13,7 @@ import pytest
 
 from marlplug import load_config
 from marlplug.errors import UserError
+from marlplug.runs.run_config import new_run_dir
 from marlplug.runs.run_folder import (
     LOCK_NAME,
     claim_run_dir,
@@ -20,7 +21,6 @@ from marlplug.runs.run_folder import (
     hold_run_dir,
     remove_orphaned_temporaries,
 )
-from marlplug.train.run import new_run_dir
 from tests.train.helpers import SMALL_RUN
 
 FROZEN = dt.datetime(2026, 1, 1, 12, 0, 0)

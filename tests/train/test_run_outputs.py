@@ -16,9 +16,10 @@ import yaml
 from marlplug.config import load_config
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.runs.run_config import load_run_config
 from marlplug.runs.stats import history_from_checkpoint
-from marlplug.train.coded_run import run_maddpg
-from marlplug.train.run import load_run_config, run_training
+from marlplug.train.orchestrator import run
+from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 
 MADDPG_SMALL = [
@@ -80,7 +81,7 @@ def test_ppo_reports_the_return_per_agent_and_for_the_team(tmp_path: Path, coded
 @pytest.mark.parametrize("coded", [False, True], ids=["centralized", "coded"])
 def test_maddpg_reports_the_return_per_agent_and_for_the_team(tmp_path: Path, coded: bool) -> None:
     config = load_config(data={}, overrides=[*MADDPG_SMALL, *(SIMULATED_CODING if coded else [])])
-    result = run_maddpg(config, run_dir=tmp_path / "run")
+    result = run(config, run_dir=tmp_path / "run")
     # The runner sums each episode's rewards over the agents: that is the team's return.
     finished = [
         log.episode_return for log in result.iterations if log.episode_return == log.episode_return
@@ -159,7 +160,7 @@ def test_a_maddpg_run_that_never_reaches_learning_starts_says_so(
 
 def test_the_gate_names_the_minibatch_when_it_is_the_larger(tmp_path: Path) -> None:
     overrides = [*MADDPG_SMALL, "algorithm.minibatch_size=200", "algorithm.learning_starts=10"]
-    result = run_maddpg(load_config(data={}, overrides=overrides), run_dir=tmp_path / "run")
+    result = run(load_config(data={}, overrides=overrides), run_dir=tmp_path / "run")
     assert result.notes == [
         "no update yet: learning starts after 200 steps (algorithm.minibatch_size), at iteration 8"
     ]

@@ -1,0 +1,188 @@
+"""Where a round's update runs: every agent in this process, or on coded learners.
+
+An executor turns ``(theta, opt_state, minibatch, round index)`` into the round's new state. Both run
+the same :meth:`~marlplug.algorithms.protocol.LearnerProgram.update` with the same round seed
+(:func:`round_seed`), so a coded run equals a centralized one up to the decoder's round-off:
+
+- :class:`CentralizedExecutor`: one call with every agent, in process.
+- :class:`CodedExecutor`: the controller of :mod:`marlplug.distributed` sends ``theta``, the opt
+  state and the minibatch to N learners, each updates the agents its row of the assignment matrix
+  names, and the controller decodes the ``[M, P + O]`` rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+from tensordict import TensorDictBase
+
+from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.config import CodingSection, MarlplugConfig
+from marlplug.distributed.assignment import coded_assignment
+from marlplug.distributed.backends.local import LocalBackend
+from marlplug.distributed.controller import CodedController, RoundLog
+from marlplug.distributed.stragglers import StragglerModel
+from marlplug.errors import ConfigError
+from marlplug.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from marlplug.distributed.backends.base import Backend
+
+
+def round_seed(seed: int, round_index: int) -> int:
+    """The seed every learner passes to ``update`` in round ``round_index`` of a run seeded ``seed``.
+
+    >>> round_seed(0, 1) == round_seed(0, 1) != round_seed(0, 2)
+    True
+    """
+    return derive_seed(seed, round_index)
+
+
+@dataclass
+class RoundResult:
+    """A round's outcome: every agent's new rows, the learners' statistics and (coded) its record."""
+
+    theta: torch.Tensor
+    opt_state: torch.Tensor
+    stats: Mapping[str, torch.Tensor] = field(default_factory=dict)
+    log: RoundLog | None = None
+
+
+class Executor(Protocol):
+    """Runs one update round for every agent (see the module docstring)."""
+
+    def update(
+        self, theta: torch.Tensor, opt_state: torch.Tensor, batch: TensorDictBase, round_index: int
+    ) -> RoundResult: ...
+
+    def skip_rounds(self, rounds: int) -> None:
+        """Continue after ``rounds`` rounds run before (a resumed run)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CentralizedExecutor:
+    """Every agent's update in one call, in this process: the reference a coded run must match.
+
+    Examples:
+        >>> executor = CentralizedExecutor(program, seed=0)  # doctest: +SKIP
+        >>> result = executor.update(theta, opt_state, batch, round_index=0)  # doctest: +SKIP
+    """
+
+    def __init__(self, program: LearnerProgram, *, seed: int) -> None:
+        self.program = program
+        self.seed = seed
+        self.agents = list(range(program.num_agents))
+
+    def update(
+        self, theta: torch.Tensor, opt_state: torch.Tensor, batch: TensorDictBase, round_index: int
+    ) -> RoundResult:
+        seed = round_seed(self.seed, round_index)
+        out = self.program.update(theta, opt_state, batch, self.agents, seed)
+        return RoundResult(out.theta, out.opt_state, dict(out.stats))
+
+    def skip_rounds(self, rounds: int) -> None:
+        """Nothing to skip: a centralized round draws from ``round_seed`` alone."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+# The controller still speaks the pre-Protocol contract (``update(rows, agents, batch, seeds) ->
+# [S, D]``, one seed per agent). Until it takes a LearnerProgram itself (helper h12c), the round's
+# seed travels in the minibatch and _RowProgram presents the program through that contract. When it
+# does, CodedExecutor.update becomes ``self.controller.update(theta, opt_state, batch, round_index)``
+# and _RowProgram and ROUND_SEED_KEY go.
+ROUND_SEED_KEY = "_marlplug_round_seed"
+
+
+class _RowProgram:
+    """A :class:`LearnerProgram` seen as the controller's ``[M, P + O]`` row program."""
+
+    def __init__(self, program: LearnerProgram) -> None:
+        self.program = program
+        self.num_agents = program.num_agents
+        self.state_size = program.theta_size + program.opt_state_size
+
+    def update(
+        self,
+        theta_all: torch.Tensor,
+        agents: Sequence[int],
+        batch: TensorDictBase,
+        seeds: Sequence[int],
+    ) -> torch.Tensor:
+        seed = int(batch[ROUND_SEED_KEY].reshape(-1)[0])
+        theta, opt_state = theta_all.split(
+            [self.program.theta_size, self.program.opt_state_size], dim=-1
+        )
+        out = self.program.update(theta, opt_state, batch.exclude(ROUND_SEED_KEY), agents, seed)
+        return torch.cat([out.theta, out.opt_state], dim=-1)
+
+
+class CodedExecutor:
+    """Rounds on ``config.coding``'s learners through the coded controller."""
+
+    def __init__(self, config: MarlplugConfig, program: LearnerProgram) -> None:
+        self.program = program
+        self.seed = config.seed
+        self.controller = build_controller(config, _RowProgram(program))
+
+    def update(
+        self, theta: torch.Tensor, opt_state: torch.Tensor, batch: TensorDictBase, round_index: int
+    ) -> RoundResult:
+        seed = torch.full(batch.batch_size, round_seed(self.seed, round_index), dtype=torch.int64)
+        rows = torch.cat([theta, opt_state], dim=-1)
+        decoded, log = self.controller.update(
+            rows, batch.clone(False).set(ROUND_SEED_KEY, seed), round_index
+        )
+        new_theta, new_opt_state = decoded.split([theta.shape[-1], opt_state.shape[-1]], dim=-1)
+        return RoundResult(new_theta, new_opt_state, {}, log)
+
+    def skip_rounds(self, rounds: int) -> None:
+        """Move the straggler draws past the rounds already run: a resumed run meets the same
+        stragglers as one never stopped."""
+        self.controller.skip_rounds(rounds)
+
+    def close(self) -> None:
+        self.controller.close()
+
+
+def make_executor(config: MarlplugConfig, program: LearnerProgram) -> Executor:
+    """Coded learners when ``config`` has a ``coding:`` section, else every agent in process."""
+    if config.coding is None:
+        return CentralizedExecutor(program, seed=config.seed)
+    return CodedExecutor(config, program)
+
+
+def make_backend(coding: CodingSection) -> Backend | None:
+    """The learner backend a ``coding:`` section asks for (``None`` for the simulated clock)."""
+    if coding.clock == "simulated":
+        return None
+    if coding.backend == "ray":
+        from marlplug.distributed.backends.ray import RayBackend
+
+        return RayBackend(coding.learners, address=coding.ray_address)
+    return LocalBackend(coding.learners)
+
+
+def build_controller(config: MarlplugConfig, program: Any) -> CodedController:
+    """The coded controller for ``config.coding`` and an already bound row ``program``."""
+    coding = config.coding
+    if coding is None:
+        raise ConfigError("coding: this run has no coding section")
+    scheme, matrix = coded_assignment(coding, program.num_agents, config.seed)
+    stragglers = StragglerModel.from_config(coding.stragglers, seed=config.seed)
+    return CodedController(
+        program,
+        matrix,
+        make_backend(coding),
+        scheme=scheme,
+        stragglers=stragglers,
+        clock=coding.clock,
+        round_timeout_s=coding.round_timeout_s,
+        seed=config.seed,
+    )

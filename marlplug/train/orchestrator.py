@@ -1,0 +1,387 @@
+"""One training run from a config, for every learner algorithm, centralized or coded.
+
+The algorithm (hook ``marlplug_algorithms``) is used only through its protocol
+(:mod:`marlplug.algorithms.protocol`): ``program = algorithm.bind(env, config)``,
+``source = algorithm.rollouts(env, program, config)``; a ``coding:`` section makes every round run on
+coded learners (:mod:`marlplug.train.executors`), otherwise every agent updates in this process.
+:class:`~marlplug.train.loop.Training` runs the iterations; this module owns the run folder around
+them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every`` iterations and at the
+end; resumed bit-identically), ``metrics/`` (TorchRL logger), ``rounds.csv`` (one row per
+iteration), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
+:data:`TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder lock and non-finite stops.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import logging
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.algorithms.protocol import LearnerAlgorithm
+from marlplug.config import MarlplugConfig, resolved_dict
+from marlplug.distributed.assignment import coded_assignment
+from marlplug.distributed.controller import RoundLog, RoundTimeoutError
+from marlplug.errors import ConfigError, UserError
+from marlplug.plugins import get_component
+from marlplug.runs.checkpoint import (
+    AGENTS_KEY,
+    CHECKPOINT_NAME,
+    check_agents,
+    load_checkpoint,
+    restore_rng_states,
+    restore_state,
+    save_checkpoint,
+)
+from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
+from marlplug.runs.iteration_report import (
+    IterationLog,
+    iteration_returns,
+    iteration_row,
+    log_iteration,
+    rounds_columns,
+)
+from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
+from marlplug.runs.reporting import ProgressBar
+from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config
+from marlplug.runs.run_folder import hold_run_dir, storage_errors
+from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
+from marlplug.runs.summary import RunTotals, plot_learning_curve
+from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
+from marlplug.train.executors import make_executor
+from marlplug.train.legacy import as_learner_algorithm, binds_agents
+from marlplug.train.loop import Training, WaitingSource
+
+#: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
+#: with no logging set up, and a library user can silence them).
+_LOG = logging.getLogger("marlplug")
+
+ROUNDS_NAME = "rounds.csv"
+TIMELINE_NAME = "timeline.png"
+LEARNING_CURVE_NAME = "learning_curve.png"
+#: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
+TRAINING_KEY = "training"
+HISTORY_KEY = "history"
+ROUND_LOGS_KEY = "round_logs"
+#: The resolved config the checkpoint was written with (plain data; ``config.yaml`` is what resumes).
+CONFIG_KEY = "config"
+#: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
+#: rounds.csv has them all).
+TIMELINE_ROUNDS = 40
+
+
+@dataclass
+class TrainResult(RunTotals):
+    """What a run leaves behind, and where.
+
+    ``iterations`` holds this call's iterations only (a resumed run's earlier ones are in
+    ``rounds.csv``); ``history`` holds the return (:class:`ReturnPoint`) over the whole run;
+    ``theta``/``opt_state`` every agent's final rows.
+    """
+
+    theta: torch.Tensor
+    opt_state: torch.Tensor
+    iterations: list[IterationLog]
+    run_dir: Path
+    checkpoint: Path
+    metrics_dir: Path
+    learning_curve: Path
+    rounds_csv: Path
+    timeline: Path | None = None
+    history: list[ReturnPoint] = field(default_factory=list)
+    frames: int = 0
+    seconds: float = 0.0
+    total_frames: int = 0
+    completed: int = 0
+    notes: list[str] = field(default_factory=list)
+    #: Agent updates that met non-finite values, in one line (None: none).
+    nonfinite: str | None = None
+
+
+def configured_algorithm(config: MarlplugConfig) -> Any:
+    """The configured algorithm, built from its options (a one-line error for an unknown name)."""
+    cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
+    return cls(**config.algorithm.options.model_dump())
+
+
+def implements_protocol(algorithm: Any) -> bool:
+    """Whether ``algorithm`` provides the learner-algorithm protocol (``bind`` and ``rollouts``, or
+    the pre-Protocol ``bind(agents)`` bridged by :mod:`marlplug.train.legacy`)."""
+    rollouts = callable(getattr(algorithm, "rollouts", None))
+    return (rollouts and callable(getattr(algorithm, "bind", None))) or binds_agents(algorithm)
+
+
+def learner_algorithm(config: MarlplugConfig) -> LearnerAlgorithm:
+    """The configured algorithm through its protocol, or a one-line error naming what it lacks."""
+    algorithm = configured_algorithm(config)
+    if not implements_protocol(algorithm):
+        raise ConfigError(
+            f"algorithm.name: '{config.algorithm.name}' does not implement bind(env, config) and "
+            f"rollouts(env, program, config) (marlplug.algorithms.protocol)"
+        )
+    return as_learner_algorithm(algorithm)
+
+
+def run(
+    config: MarlplugConfig,
+    *,
+    iterations: int | None = None,
+    run_dir: str | Path | None = None,
+    resume_dir: Path | None = None,
+    progress: bool | None = None,
+) -> TrainResult:
+    """Train as ``config`` says: on coded learners with a ``coding:`` section, else centralized.
+
+    Args:
+        config: a validated config (``load_config``); for a resume, the one stored in the run folder.
+        iterations: stop after this many iterations in total (default ``config.train.updates``).
+        run_dir: the run folder (default: ``logging.dir/logging.run_name`` or a timestamp).
+        resume_dir: a run folder with a checkpoint to continue; the result is bit-identical to a run
+            never stopped.
+        progress: show a progress bar (default: ``config.logging.progress``).
+
+    Examples:
+        >>> from marlplug import load_config
+        >>> config = load_config(data={"algorithm": {"name": "maddpg"}})  # doctest: +SKIP
+        >>> result = run(config, iterations=2)  # doctest: +SKIP
+    """
+    from marlplug.envs import make_env
+
+    algorithm = learner_algorithm(config)
+    # An algorithm that manages its own threads says so in its Options (MADDPG: one per update).
+    ignored: frozenset[str] = getattr(config.algorithm.options, "ignored_train_fields", frozenset())
+    if config.train.torch_threads is not None and "torch_threads" not in ignored:
+        torch.set_num_threads(config.train.torch_threads)
+    env = make_env(
+        config.env.name,
+        backend=config.env.backend,
+        seed=config.seed,
+        **config.env.options.model_dump(),
+    )
+    agent_names = [agent.name for agent in MultiAgentEnvAdapter(env).agents]
+    total = iterations if iterations is not None else config.train.updates
+    with ExitStack() as stack:
+        stack.callback(lambda: env.is_closed or env.close())  # the source may have closed it
+        program = algorithm.bind(env, config)
+        if config.coding is not None:  # refuse a code that cannot decode before the run folder
+            coded_assignment(config.coding, program.num_agents, config.seed)
+        source = algorithm.rollouts(env, program, config)
+        stack.callback(source.close)
+        state: dict[str, Any] | None = None
+        if resume_dir is not None:
+            folder = resume_dir
+            stack.enter_context(hold_run_dir(folder))
+            checkpoint = folder / CHECKPOINT_NAME
+            if checkpoint.exists():  # else: killed before its first checkpoint, start it over
+                state = _upgraded(load_checkpoint(checkpoint), checkpoint)
+                check_agents(state, agent_names, checkpoint, "--resume")
+        else:
+            folder = new_run_dir(config, run_dir)
+            stack.enter_context(hold_run_dir(folder))
+            with storage_errors(folder, lambda: kept_checkpoint(folder / CHECKPOINT_NAME)):
+                save_run_config(folder, config)  # resumable even if the learners fail to start
+        executor = make_executor(config, program)
+        stack.callback(executor.close)
+        training = Training(
+            program,
+            source,
+            executor,
+            agent_names=agent_names,
+            seed=config.seed,
+            max_nonfinite_steps=config.train.max_nonfinite_steps,
+        )
+        return _Run(config, training, folder, total, progress).go(state)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: The entry a MADDPG checkpoint held before the one orchestrator (``MaddpgRunner.state_dict``).
+_RUNNER_KEY = "maddpg_runner"
+
+
+def _upgraded(state: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``state`` with a pre-orchestrator MADDPG checkpoint's entry in :data:`TRAINING_KEY`'s layout
+    (its rows are ``theta``, its optimizer state is in them), so earlier run folders resume; a
+    checkpoint holding neither is one line."""
+    old = state.pop(_RUNNER_KEY, None)
+    if old is not None and TRAINING_KEY not in state:
+        state[TRAINING_KEY] = {
+            "theta": old["theta"],
+            "opt_state": old["theta"].new_zeros(old["theta"].shape[0], 0),
+            "source": {k: old[k] for k in ("env_steps", "sampler", "collector")},
+            "counters": {k: old[k] for k in ("iterations", "rounds", "env_steps")},
+        }
+    if TRAINING_KEY not in state:
+        raise UserError(f"--resume: {path} holds no '{TRAINING_KEY}' entry; it cannot be resumed")
+    return state
+
+
+class _Run:
+    """The run folder around :class:`Training`: resume, iterate, log, checkpoint, plot."""
+
+    def __init__(
+        self,
+        config: MarlplugConfig,
+        training: Training,
+        folder: Path,
+        total: int,
+        progress: bool | None,
+    ) -> None:
+        self.config = config
+        self.training = training
+        self.folder = folder
+        self.total = total
+        self.show = config.logging.progress if progress is None else progress
+        self.coded = config.coding is not None
+        self.history: list[ReturnPoint] = []
+        self.round_logs: list[RoundLog] = []
+        self.checkpoint = folder / CHECKPOINT_NAME
+        self.saved_iteration: int | None = None
+
+    def go(self, state: dict[str, Any] | None) -> TrainResult:
+        if state is not None:
+            self._restore(state)
+            self.saved_iteration = self.training.iterations
+        with storage_errors(self.folder, lambda: kept_checkpoint(self.checkpoint)):
+            save_run_config(self.folder, self.config)  # a resume's --set overrides, too
+            return self._iterate()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _restore(self, loaded: dict[str, Any]) -> None:
+        def restore() -> None:
+            self.training.load_state_dict(loaded[TRAINING_KEY])
+            self.history.extend(
+                history_from_checkpoint(
+                    loaded.get(HISTORY_KEY, []),
+                    num_agents=self.training.program.num_agents,
+                    legacy_is_team=True,  # MADDPG stored the sum over agents
+                )
+            )
+            self.round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
+            restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
+
+        restore_state(restore, self.checkpoint, "--resume")
+
+    def save(self) -> None:
+        save_checkpoint(
+            self.checkpoint,
+            {
+                TRAINING_KEY: self.training.state_dict(),
+                AGENTS_KEY: self.training.agent_names,
+                HISTORY_KEY: history_for_checkpoint(self.history),
+                ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in self.round_logs],
+                CONFIG_KEY: resolved_dict(self.config),
+            },
+        )
+        self.saved_iteration = self.training.iterations
+
+    def _iterate(self) -> TrainResult:
+        training, folder = self.training, self.folder
+        result = TrainResult(
+            theta=training.theta,
+            opt_state=training.opt_state,
+            iterations=[],
+            run_dir=folder,
+            checkpoint=self.checkpoint,
+            metrics_dir=folder / "metrics",
+            learning_curve=folder / LEARNING_CURVE_NAME,
+            rounds_csv=folder / ROUNDS_NAME,
+            timeline=folder / TIMELINE_NAME if self.coded else None,
+            history=self.history,
+        )
+        columns = rounds_columns(coded=self.coded)
+        restart_rounds_csv(result.rounds_csv, columns, training.iterations)
+        # Iteration i (0-based) logs at step i + 1 (log_iteration): a run resumed after K
+        # iterations logs from step K + 1 on.
+        logger = make_logger(
+            self.config.logging.backend, folder, keep_before=training.iterations + 1
+        )
+        self._note_waiting()
+        start_steps, start = training.env_steps, time.perf_counter()
+        latest = self.history[-1] if self.history else None
+        with (
+            stop_requests() as stop,
+            ProgressBar(self.show, self.total, training.iterations, latest=latest) as advance,
+            result.rounds_csv.open("a", newline="") as rows,
+        ):
+            writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
+            while training.iterations < self.total and not stop.requested:
+                log = self._step()
+                result.iterations.append(log)
+                returns = iteration_returns(log, training.program.num_agents)
+                log_iteration(logger, log, returns)
+                writer.writerow(iteration_row(log, returns))
+                rows.flush()
+                self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
+                if returns is not None:
+                    self.history.append(returns)
+                every = self.config.train.checkpoint_every
+                if training.iterations % every == 0 or training.iterations == self.total:
+                    self.save()
+                advance(returns)
+            if stop.signal_number is not None:
+                if self.saved_iteration != training.iterations:
+                    self.save()
+                raise TrainingInterrupted(
+                    stop.signal_number,
+                    training.iterations,
+                    self.checkpoint,
+                    folder,
+                    unit="iteration",
+                )
+        return self._finish(result, start_steps, time.perf_counter() - start)
+
+    def _note_waiting(self) -> None:
+        """Say at the start when at least the next iteration will only collect (a replay buffer
+        filling up before the first round)."""
+        training, source = self.training, self.training.source
+        if training.rounds > 0 or training.iterations >= self.total:
+            return
+        if isinstance(source, WaitingSource):
+            note = source.waiting_note(training.iterations, coded=self.coded)
+            if note is not None:
+                _LOG.warning("note: %s; this run stops at iteration %d", note, self.total)
+
+    def _step(self) -> IterationLog:
+        try:
+            return self.training.step()
+        except RoundTimeoutError as error:  # one line, and the timeline up to the failed round
+            if self.config.coding is None:
+                raise
+            raise timeline_of_failed_run(
+                error,
+                self.round_logs,
+                self.folder / TIMELINE_NAME,
+                num_learners=self.config.coding.learners,
+            ) from None
+
+    def _finish(self, result: TrainResult, start_steps: int, seconds: float) -> TrainResult:
+        training, config = self.training, self.config
+        result.seconds = seconds
+        result.frames = training.env_steps - start_steps
+        result.total_frames, result.completed = training.env_steps, training.iterations
+        result.nonfinite = training.nonfinite.summary()
+        if training.rounds == 0 and isinstance(training.source, WaitingSource):
+            result.notes.append(training.source.never_learned_note(coded=self.coded))
+        result.theta, result.opt_state = training.theta, training.opt_state
+        title = f"{config.algorithm.name.upper()}, {config.env.name} ({config.env.backend})"
+        if config.coding is not None:
+            title += f", coded: {config.coding.scheme.name}, N={config.coding.learners}"
+        plot_learning_curve(
+            self.history,
+            result.learning_curve,
+            title=title,
+            num_agents=training.program.num_agents,
+            unit="iteration",
+        )
+        if result.timeline is not None and config.coding is not None and self.round_logs:
+            plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)
+        else:
+            result.timeline = None
+        return result
