@@ -20,7 +20,7 @@ from marlplug.algorithms.spaces import AgentSpace
 from marlplug.config import MAX_WIDTH, Options
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg_data import MaddpgRollouts
+    from marlplug.algorithms.maddpg_data import ReplayRollouts
     from marlplug.config import MarlplugConfig
     from marlplug.config.train import TrainSection
 
@@ -141,8 +141,8 @@ class MADDPG:
 
     def rollouts(
         self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig
-    ) -> MaddpgRollouts:
+    ) -> ReplayRollouts:
         """The replay buffer filled by acting in ``env`` with the current actors."""
-        from marlplug.algorithms.maddpg_data import MaddpgRollouts
+        from marlplug.algorithms.maddpg_data import ReplayRollouts
 
-        return MaddpgRollouts(env, program, config)
+        return ReplayRollouts(env, program, config)

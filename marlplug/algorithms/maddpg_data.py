@@ -1,10 +1,12 @@
-"""MADDPG's data side: acting in the env with the current actors, a TorchRL replay buffer of flat
-transitions, and seeded minibatch sampling (:class:`ExperienceCollector`); :class:`MaddpgRollouts`
-is the same as MADDPG's :class:`~marlplug.algorithms.protocol.RolloutSource`."""
+"""The off-policy data side: acting in the env with the current actors, a TorchRL replay buffer of
+flat transitions, and seeded minibatch sampling (:class:`ExperienceCollector`);
+:class:`ReplayRollouts` serves them as a :class:`~marlplug.algorithms.protocol.RolloutSource` to any
+program that can act (:class:`Acting`: MADDPG, plugins such as ``linear_iql``)."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -214,8 +216,8 @@ class ExperienceCollector:
         self.episode_returns = list(state["episode_returns"])
 
 
-class MaddpgRollouts:
-    """MADDPG's minibatches: per iteration, ``steps_per_iteration`` env steps with the current
+class ReplayRollouts:
+    """Off-policy minibatches: per iteration, ``steps_per_iteration`` env steps with the current
     actors into the replay buffer, then one seeded minibatch (one update round) once the buffer
     holds enough transitions.
 
@@ -239,7 +241,7 @@ class MaddpgRollouts:
         [0, 1, 1]
     """
 
-    def __init__(self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig) -> None:
+    def __init__(self, env: EnvBase, program: Acting, config: MarlplugConfig) -> None:
         copies = MultiAgentEnvAdapter(env).num_envs
         wanted = config.train.num_envs
         if wanted > 1 and copies != wanted:
@@ -252,16 +254,22 @@ class MaddpgRollouts:
         self.collector = ExperienceCollector(env, program, seed=config.seed)
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.env_steps = 0
-        self._seen = 0
+        self._stats: dict[str, Any] = {}
 
     def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:
         """Collect this iteration's steps with ``theta_all``'s actors; yield one minibatch once the
         buffer is ready (``learning_starts``)."""
         del iteration  # the collector and the sampler carry their own streams
-        self._seen = len(self.collector.episode_returns)
-        steps = self.program.options.steps_per_iteration
-        self.collector.collect(theta_all, steps)
-        self.env_steps += steps * self.collector.adapter.num_envs
+        seen = len(self.collector.episode_returns)
+        start = time.perf_counter()
+        self.collector.collect(theta_all, self.program.options.steps_per_iteration)
+        self.env_steps += self.program.options.steps_per_iteration * self.collector.adapter.num_envs
+        finished = self.collector.episode_returns[seen:]
+        self._stats = {
+            "env_steps": self.env_steps,
+            "episode_return": sum(finished) / len(finished) if finished else math.nan,
+            "collect_s": time.perf_counter() - start,
+        }
         if self.collector.ready():
             yield self.collector.sample(self.sampler)
 
@@ -270,11 +278,20 @@ class MaddpgRollouts:
         del theta_all
 
     def iteration_stats(self) -> Mapping[str, Any]:
-        """``env_steps`` so far and the mean ``episode_return`` of the episodes that ended in the
-        last iteration (NaN when none did)."""
-        finished = self.collector.episode_returns[self._seen :]
-        mean = sum(finished) / len(finished) if finished else math.nan
-        return {"env_steps": self.env_steps, "episode_return": mean}
+        """``env_steps`` so far, the mean ``episode_return`` (summed over agents) of the episodes
+        that ended in the last iteration (NaN when none did) and its ``collect_s``."""
+        return self._stats or {"env_steps": self.env_steps, "episode_return": math.nan}
+
+    def waiting_note(self, iterations_done: int, *, coded: bool) -> str | None:
+        """Why the next iteration only collects (no minibatch yet), or ``None`` when it learns."""
+        first = self.collector.first_learning_iteration()
+        if first is not None and first <= iterations_done + 1:
+            return None
+        return learning_gate_note(self.collector, coded=coded)
+
+    def never_learned_note(self, *, coded: bool) -> str:
+        """What a run that ended before its first round is told."""
+        return learning_gate_note(self.collector, coded=coded)
 
     def state_dict(self) -> dict[str, Any]:
         """The replay buffer, exploration and env position, the sampler and the step count."""
@@ -293,3 +310,27 @@ class MaddpgRollouts:
     def close(self) -> None:
         """Close the env."""
         self.env.close()
+
+
+def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
+    """Why an off-policy run has had no update round yet, and when the first comes: until the
+    replay buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only
+    collects.
+
+    Examples:
+        >>> from marlplug.algorithms.maddpg import MADDPG
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", seed=0)
+        >>> program = MADDPG(learning_starts=5000).bind(env)
+        >>> learning_gate_note(ExperienceCollector(env, program, seed=0), coded=True)
+        'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
+    """
+    needed, option = collector.learning_gate()
+    first = collector.first_learning_iteration()
+    when = (
+        f"at iteration {first}"
+        if first is not None
+        else f"never: algorithm.buffer_size is {collector.program.options.buffer_size}"
+    )
+    what = "coded round" if coded else "update"
+    return f"no {what} yet: learning starts after {needed} steps (algorithm.{option}), {when}"

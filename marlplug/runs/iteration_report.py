@@ -78,29 +78,6 @@ def iteration_returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
     )
 
 
-def learning_gate_note(collector: ExperienceCollector, *, coded: bool) -> str:
-    """Why a MADDPG run has had no update round yet, and when the first comes: until the replay
-    buffer holds ``max(learning_starts, minibatch_size)`` transitions, an iteration only collects.
-
-    Examples:
-        >>> from marlplug.algorithms.maddpg import MADDPG
-        >>> from marlplug.envs import make_env
-        >>> env = make_env("cooperative_navigation", seed=0)
-        >>> program = MADDPG(learning_starts=5000).bind(env)
-        >>> learning_gate_note(ExperienceCollector(env, program, seed=0), coded=True)
-        'no coded round yet: learning starts after 5000 steps (algorithm.learning_starts), at iteration 50'
-    """
-    needed, option = collector.learning_gate()
-    first = collector.first_learning_iteration()
-    when = (
-        f"at iteration {first}"
-        if first is not None
-        else f"never: algorithm.buffer_size is {collector.program.options.buffer_size}"
-    )
-    what = "coded round" if coded else "update"
-    return f"no {what} yet: learning starts after {needed} steps (algorithm.{option}), {when}"
-
-
 def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
     step = log.iteration + 1
     logger.log_scalar("env_steps", float(log.env_steps), step=step)

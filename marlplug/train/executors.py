@@ -12,19 +12,19 @@ the same :meth:`~marlplug.algorithms.protocol.LearnerProgram.update` with the sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.coding.stragglers import StragglerModel
 from marlplug.config import CodingSection, MarlplugConfig
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController, RoundLog
-from marlplug.distributed.stragglers import StragglerModel
 from marlplug.errors import ConfigError
 from marlplug.seeding import derive_seed
 
@@ -92,55 +92,20 @@ class CentralizedExecutor:
         """Nothing to release."""
 
 
-# The controller still speaks the pre-Protocol contract (``update(rows, agents, batch, seeds) ->
-# [S, D]``, one seed per agent). Until it takes a LearnerProgram itself (helper h12c), the round's
-# seed travels in the minibatch and _RowProgram presents the program through that contract. When it
-# does, CodedExecutor.update becomes ``self.controller.update(theta, opt_state, batch, round_index)``
-# and _RowProgram and ROUND_SEED_KEY go.
-ROUND_SEED_KEY = "_marlplug_round_seed"
-
-
-class _RowProgram:
-    """A :class:`LearnerProgram` seen as the controller's ``[M, P + O]`` row program."""
-
-    def __init__(self, program: LearnerProgram) -> None:
-        self.program = program
-        self.num_agents = program.num_agents
-        self.state_size = program.theta_size + program.opt_state_size
-
-    def update(
-        self,
-        theta_all: torch.Tensor,
-        agents: Sequence[int],
-        batch: TensorDictBase,
-        seeds: Sequence[int],
-    ) -> torch.Tensor:
-        seed = int(batch[ROUND_SEED_KEY].reshape(-1)[0])
-        theta, opt_state = theta_all.split(
-            [self.program.theta_size, self.program.opt_state_size], dim=-1
-        )
-        out = self.program.update(theta, opt_state, batch.exclude(ROUND_SEED_KEY), agents, seed)
-        return torch.cat([out.theta, out.opt_state], dim=-1)
-
-
 class CodedExecutor:
     """Rounds on ``config.coding``'s learners through the coded controller."""
 
     def __init__(self, config: MarlplugConfig, program: LearnerProgram) -> None:
         self.program = program
         self.seed = config.seed
-        self.controller = build_controller(config, _RowProgram(program))
+        self.controller = build_controller(config, program)
 
     def update(
         self, theta: torch.Tensor, opt_state: torch.Tensor, batch: TensorDictBase, round_index: int
     ) -> RoundResult:
-        seed = torch.full(batch.batch_size, round_seed(self.seed, round_index), dtype=torch.int64)
-        rows = torch.cat([theta, opt_state], dim=-1)
-        decoded, log = self.controller.update(
-            rows, batch.clone(False).set(ROUND_SEED_KEY, seed), round_index
-        )
-        new_theta, new_opt_state = decoded.split([theta.shape[-1], opt_state.shape[-1]], dim=-1)
-        return RoundResult(new_theta, new_opt_state, {}, log)
+        seed = round_seed(self.seed, round_index)
+        out, log = self.controller.update(theta, opt_state, batch, round_index, seed=seed)
+        return RoundResult(out.theta, out.opt_state, dict(out.stats), log)
 
     def skip_rounds(self, rounds: int) -> None:
         """Move the straggler draws past the rounds already run: a resumed run meets the same
@@ -169,8 +134,8 @@ def make_backend(coding: CodingSection) -> Backend | None:
     return LocalBackend(coding.learners)
 
 
-def build_controller(config: MarlplugConfig, program: Any) -> CodedController:
-    """The coded controller for ``config.coding`` and an already bound row ``program``."""
+def build_controller(config: MarlplugConfig, program: LearnerProgram) -> CodedController:
+    """The coded controller for ``config.coding`` and a bound ``program``."""
     coding = config.coding
     if coding is None:
         raise ConfigError("coding: this run has no coding section")
@@ -184,5 +149,4 @@ def build_controller(config: MarlplugConfig, program: Any) -> CodedController:
         stragglers=stragglers,
         clock=coding.clock,
         round_timeout_s=coding.round_timeout_s,
-        seed=config.seed,
     )
