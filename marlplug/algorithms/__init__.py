@@ -7,10 +7,11 @@
   :mod:`~marlplug.algorithms.ppo_rollouts` its on-policy rollouts with per-agent GAE,
   :mod:`~marlplug.algorithms.ppo_params` which parameters belong to which agent.
 - ``maddpg`` (:mod:`~marlplug.algorithms.maddpg`): options and plugin;
-  :mod:`~marlplug.algorithms.maddpg_program` its update, :mod:`~marlplug.algorithms.maddpg_data` its
-  replay buffer.
-- :mod:`~marlplug.algorithms.state_codec` (named tensors <-> one float row per agent),
-  :mod:`~marlplug.algorithms.spaces` and :mod:`~marlplug.algorithms.env_adapter` (an env's agents as
-  algorithms see them), :mod:`~marlplug.algorithms.row_bridge` (a temporary view of the programs for
-  today's coded runtime and runners).
+  :mod:`~marlplug.algorithms.maddpg_program` its update.
+- :mod:`~marlplug.algorithms.maddpg_data`: the off-policy replay buffer and
+  :class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`, the rollout source of every program
+  that can act (MADDPG, plugins).
+- :mod:`~marlplug.algorithms.state_codec` (named tensors <-> one float row per agent) and
+  :mod:`~marlplug.algorithms.spaces` (the agent sizes plugins import; read by
+  :func:`marlplug.envs.read_layout`).
 """

@@ -14,10 +14,10 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgProgram
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.config import MAX_WIDTH, Options
+from marlplug.envs.flat import MultiAgentEnvAdapter
 
 if TYPE_CHECKING:
     from marlplug.algorithms.maddpg_data import ReplayRollouts

@@ -15,9 +15,8 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.maddpg_program import MaddpgProgram
 from marlplug.algorithms.spaces import AgentSpace
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 

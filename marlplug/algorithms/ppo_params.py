@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from torch import nn
 
-from marlplug.optim.agent_layout import split_parameters
 from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.optim.agent_layout import split_parameters
 from marlplug.optim.groups import AgentGroupParameters
 
 

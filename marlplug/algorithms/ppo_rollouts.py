@@ -11,6 +11,8 @@ critic GAE reads; :meth:`PpoRollouts.sync` writes the latest state into them. Th
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ from tensordict import TensorDictBase
 from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
+from marlplug.envs.layout import read_layout
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.seeding import derive_seed
@@ -109,7 +112,10 @@ class PpoRollouts:
         self.plan = plan
         self.frames = 0
         self.last_rollout: TensorDictBase | None = None
+        self.collect_s = 0.0
+        self._pending: torch.Tensor | None = None
         copies = max(1, env.batch_size.numel())
+        self.num_agents = read_layout(env).num_agents
         self.collector = Collector(
             env,
             policy,
@@ -123,6 +129,7 @@ class PpoRollouts:
 
     def collect(self, iteration: int) -> TensorDictBase:
         """One rollout from a freshly seeded env reset (seeded from ``(seed, iteration)``)."""
+        start = time.perf_counter()
         rollout_seed = derive_seed(self.seed, iteration)
         self.env.set_seed(rollout_seed)
         torch.manual_seed(rollout_seed)
@@ -130,6 +137,7 @@ class PpoRollouts:
         rollout = next(self._batches)
         self.frames += rollout.numel()
         self.last_rollout = rollout
+        self.collect_s = time.perf_counter() - start
         return rollout
 
     def minibatches(
@@ -160,22 +168,35 @@ class PpoRollouts:
     def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:
         """Act with ``theta_all``'s policies for one rollout and yield its minibatches."""
         self.sync(theta_all)
+        self._load_pending()
         for minibatch, _ in self.minibatches(self.collect(iteration), iteration):
             yield minibatch
 
     def sync(self, theta_all: torch.Tensor) -> None:
-        """Write ``theta_all`` into the networks the collector and GAE use."""
+        """Take the state after a round; the networks read it when the next rollout starts (they
+        are not used between two minibatches, so nothing is copied per round)."""
         if self._load is None:
             raise UserError("PpoRollouts.sync: built without a program to load rows with")
-        self._load(theta_all)
+        self._pending = theta_all
+
+    def _load_pending(self) -> None:
+        if self._pending is not None and self._load is not None:
+            self._load(self._pending)
+            self._pending = None
 
     def iteration_stats(self) -> Mapping[str, Any]:
-        """``frames`` so far and the mean return of the episodes that ended in the last rollout."""
-        stats: dict[str, Any] = {"frames": self.frames, "mean_return": None}
+        """``env_steps`` (frames) so far, the mean team return (summed over agents) of the episodes
+        that ended in the last rollout (NaN: none did) and the rollout's ``collect_s``."""
+        episode_return = math.nan
         if self.last_rollout is not None:
             returns = episode_returns(self.last_rollout, list(self.loss.groups))
-            stats["mean_return"] = float(returns.mean()) if returns.numel() else None
-        return stats
+            if returns.numel():
+                episode_return = float(returns.mean()) * self.num_agents
+        return {
+            "env_steps": self.frames,
+            "episode_return": episode_return,
+            "collect_s": self.collect_s,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """The frame count: every rollout is reseeded from ``(seed, iteration)``."""

@@ -23,7 +23,6 @@ import click
 import numpy as np
 import torch
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import LearnerProgram
@@ -42,6 +41,7 @@ from marlplug.coding.stragglers import StragglerModel, first_decodable
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
 from marlplug.distributed.learner import learner_compute, state_rows
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.runs.reporting import stderr_progress

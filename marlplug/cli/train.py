@@ -1,21 +1,19 @@
 """``marlplug train [CONFIG] [--set k=v ...] [--resume RUN_DIR]``: train from a config.
 
-An algorithm that implements the learner-algorithm protocol (``maddpg``, plugins) runs through the
-one orchestrator, :func:`marlplug.train.orchestrator.run` (coded with a ``coding:`` section); joint
-PPO runs on :func:`marlplug.train.run.run_training` until it implements the protocol too. Both print
-the same summary.
+Every learner algorithm (``ppo``, ``maddpg``, plugins) runs through the one orchestrator,
+:func:`marlplug.train.orchestrator.run` (on coded learners with a ``coding:`` section).
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
-    from marlplug.config import MarlplugConfig
+    pass
 
 DEFAULT_CONFIG = "default.yaml"
 
@@ -74,18 +72,10 @@ def _train(
     else:
         config = load_config(config_path or default_config_path(), list(overrides))
     progress = False if no_progress else None
-    result: Any
-    if _uses_orchestrator(config):
-        from marlplug.train.orchestrator import run
+    from marlplug.train.run import run_training
 
-        result = run(config, resume_dir=resume_dir, progress=progress)
-        labelled = [("rounds log", result.rounds_csv), ("timeline", result.timeline)]
-        unit = "iterations"
-    else:
-        from marlplug.train.run import run_training
-
-        result = run_training(config, resume_dir=resume_dir, progress=progress)
-        labelled, unit = [("rounds log", result.rounds_csv)], "updates"
+    result = run_training(config, resume_dir=resume_dir, progress=progress)
+    labelled = [("rounds log", result.rounds_csv), ("timeline", result.timeline)]
     outputs = [
         (label, path)
         for label, path in [
@@ -100,17 +90,9 @@ def _train(
         run_dir=result.run_dir,
         metrics=f"{result.metrics_dir} ({config.logging.backend})",
         outputs=outputs,
-        unit=unit,
+        unit="updates",
     )
     if result.nonfinite is not None:
         lines.insert(1, f"warning: {result.nonfinite}")
     for line in lines:
         click.echo(line)
-
-
-def _uses_orchestrator(config: MarlplugConfig) -> bool:
-    """Whether the configured algorithm implements the learner-algorithm protocol (then it runs on
-    the one orchestrator); the joint PPO trainer runs the others (today: ``ppo``)."""
-    from marlplug.train.orchestrator import configured_algorithm, implements_protocol
-
-    return implements_protocol(configured_algorithm(config))

@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.distributed.rounds import RoundLog
 from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
 

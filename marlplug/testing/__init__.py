@@ -9,7 +9,7 @@ from marlplug.testing.algorithms import (
     AlgorithmCase,
     AlgorithmContract,
     check_algorithm,
-    off_policy_case,
+    rollout_case,
 )
 from marlplug.testing.codes import CodingSchemeContract, check_coding_scheme
 from marlplug.testing.envs import EnvScenarioContract, check_env_scenario
@@ -27,6 +27,6 @@ __all__ = [
     "check_coding_scheme",
     "check_env_scenario",
     "make_features",
-    "off_policy_case",
     "register_plugin",
+    "rollout_case",
 ]

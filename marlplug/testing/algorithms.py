@@ -1,12 +1,12 @@
 """The contract every learner algorithm must meet, as a pytest base class and as functions.
 
-A learner algorithm is registered through ``marlplug_algorithms``. Built from its ``Options``, it
-yields an *update program* (:class:`marlplug.distributed.learner.UpdateProgram`): ``update(theta_all,
-agents, batch, seeds)`` returns the new ``[len(agents), D]`` state rows of any subset of agents — the
-pure per-agent update ``U_i`` that the centralized updater and every coded learner run. An
-off-policy algorithm (one with ``bind(agents)``, like ``maddpg``) also gives the runner
-``init_state(seed)``, ``act(...)`` and ``env_scale(...)``; the suite builds its case from a real
-env for it. Plugin authors subclass :class:`AlgorithmContract` (or call :func:`check_algorithm`).
+A learner algorithm is registered through ``marlplug_algorithms`` and implements the protocol of
+:mod:`marlplug.algorithms.protocol`: ``bind(env, config)`` gives its
+:class:`~marlplug.algorithms.protocol.LearnerProgram` (``init_state`` and the pure batched update
+``update(theta_all, opt_state, batch, agents, seed)`` that the centralized executor and every coded
+learner run) and ``rollouts(env, program, config)`` the source of its minibatches. The suite binds
+the algorithm to a real env, takes a real minibatch from its rollouts and checks the update. Plugin
+authors subclass :class:`AlgorithmContract` (or call :func:`check_algorithm`).
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
-from marlplug.algorithms.row_bridge import runner_program
-from marlplug.config import Options, validate_options
+from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.config import Options, load_config, validate_options
 from marlplug.errors import UserError
-from marlplug.seeding import agent_seed
 
 #: A subset's rows must match the same agents' rows of an all-agents call this closely (relative
 #: norm): the shapes differ, so BLAS may round differently — never bit-identity across shapes.
 SUBSET_TOLERANCE = 1e-5
+#: Iterations :func:`rollout_case` collects at most before the source yields a minibatch.
+MAX_WARMUP_ITERATIONS = 50
 
 
 @dataclass
@@ -35,13 +35,15 @@ class AlgorithmCase:
     """What the update checks run on.
 
     Attributes:
-        program: the update program (``num_agents``, ``state_size``, ``update``).
-        theta_all: ``[M, D]``: every agent's state row.
-        batch: one minibatch in the program's format.
+        program: the bound program.
+        theta_all: ``[M, P]`` every agent's ``theta`` row.
+        opt_state: ``[M, O]`` every agent's optimizer-state row.
+        batch: one minibatch from the algorithm's rollouts.
     """
 
-    program: Any
+    program: LearnerProgram
     theta_all: torch.Tensor
+    opt_state: torch.Tensor
     batch: TensorDictBase
 
 
@@ -62,98 +64,101 @@ def check_options(algorithm_class: type, options: Mapping[str, Any] | None = Non
         build_algorithm(algorithm_class, {**(options or {}), "no_such_option_xyz": 1})
 
 
-def off_policy_case(
+def rollout_case(
     algorithm: Any,
     *,
     env: str = "cooperative_navigation",
     env_options: Mapping[str, Any] | None = None,
+    train: Mapping[str, Any] | None = None,
     seed: int = 0,
-    steps: int = 16,
 ) -> AlgorithmCase:
-    """A case for an off-policy algorithm: bind it to a real env's agents and collect ``steps``
-    transitions with its exploring actors (the runner's batch keys: ``obs``, ``action``,
-    ``reward``, ``next_obs``, ``terminated``)."""
+    """Bind ``algorithm`` to a real env and take the first minibatch its rollouts yield.
+
+    ``train`` sets the config's ``train:`` fields the algorithm reads (small rollouts keep it fast).
+    """
     from marlplug.envs import make_env
 
+    config = load_config(
+        data={
+            "seed": seed,
+            "env": {"name": env, **dict(env_options or {"agents": 3})},
+            "train": dict(train or {"rollout_steps": 32, "minibatch_size": 16, "n_epochs": 1}),
+        }
+    )
     environment = make_env(env, seed=seed, **dict(env_options or {"agents": 3}))
-    adapter = MultiAgentEnvAdapter(environment)
-    program = runner_program(algorithm, environment)
-    theta = program.init_state(seed)
-    generator = torch.Generator().manual_seed(seed)
-    columns: dict[str, list[torch.Tensor]] = {key: [] for key in TRANSITION_KEYS}
-    td = environment.reset()
-    for _ in range(steps):
-        obs = adapter.observations(td)
-        actions = program.act(theta, obs, generator=generator, explore=True)
-        adapter.write_actions(td, program.env_scale(actions))
-        stepped, td = environment.step_and_maybe_reset(td)
-        following = stepped["next"]
-        values = (obs, actions, adapter.rewards(following), adapter.observations(following))
-        for key, value in zip(TRANSITION_KEYS, values, strict=False):
-            columns[key].append(value)
-        columns["terminated"].append(adapter.terminated(following))
-    data = {key: torch.cat(parts) for key, parts in columns.items()}
-    batch = TensorDict(data, batch_size=[data["obs"].shape[0]])
-    return AlgorithmCase(program=program, theta_all=theta, batch=batch)
+    program = algorithm.bind(environment, config)
+    source = algorithm.rollouts(environment, program, config)
+    try:
+        theta, opt_state = program.init_state(seed)
+        for iteration in range(MAX_WARMUP_ITERATIONS):
+            for batch in source.batches(theta, iteration):
+                return AlgorithmCase(program, theta, opt_state, batch.clone())
+    finally:
+        source.close()
+    raise AssertionError(
+        f"{type(algorithm).__name__}.rollouts yielded no minibatch in {MAX_WARMUP_ITERATIONS} "
+        f"iterations (lower its warm-up options in the contract's options)"
+    )
 
 
-#: The batch keys an off-policy program's ``update`` receives, ``[B, M, ...]``.
-TRANSITION_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
-
-
-def check_off_policy_program(algorithm: Any, case: AlgorithmCase, *, seed: int = 0) -> None:
-    """``bind``'s program: ``init_state`` is ``[M, D]``, finite and a function of the seed; ``act``
-    gives ``[E, M, A]`` actions, the same for the same generator seed."""
-    program = case.program
-    theta = program.init_state(seed)
+def check_init_state(program: LearnerProgram, *, seed: int = 0) -> None:
+    """``init_state`` is ``([M, P], [M, O])``, finite and a function of the seed alone."""
     where = type(program).__name__
-    assert tuple(theta.shape) == (program.num_agents, program.state_size), (
-        f"{where}.init_state gave {tuple(theta.shape)}; expected (num_agents, state_size)"
-    )
-    assert torch.isfinite(theta).all(), f"{where}.init_state has non-finite entries"
-    assert torch.equal(theta, program.init_state(seed)), f"{where}.init_state: same seed differs"
-    assert not torch.equal(theta, program.init_state(seed + 1)), f"{where}: seeds give one state"
-    obs = case.batch["obs"][:2]
-    draws = [
-        program.act(theta, obs, generator=torch.Generator().manual_seed(seed), explore=True)
-        for _ in range(2)
+    theta, opt_state = program.init_state(seed)
+    expected = [
+        (program.num_agents, program.theta_size),
+        (program.num_agents, program.opt_state_size),
     ]
-    assert tuple(draws[0].shape[:2]) == (2, program.num_agents), (
-        f"{where}.act gave {tuple(draws[0].shape)} for observations {tuple(obs.shape)}"
+    assert [tuple(theta.shape), tuple(opt_state.shape)] == expected, (
+        f"{where}.init_state gave {tuple(theta.shape)}, {tuple(opt_state.shape)}; expected {expected}"
     )
-    assert torch.equal(draws[0], draws[1]), f"{where}.act: the same generator seed differs"
-    greedy = program.act(theta, obs, explore=False)
-    assert torch.equal(greedy, program.act(theta, obs, explore=False)), f"{where}: greedy differs"
-    assert program.env_scale(greedy).shape == greedy.shape, f"{where}.env_scale changed the shape"
-
-
-def _update(case: AlgorithmCase, agents: list[int], seed: int) -> torch.Tensor:
-    seeds = [agent_seed(seed, 0, agent) for agent in agents]
-    return case.program.update(case.theta_all, agents, case.batch, seeds)
+    assert torch.isfinite(theta).all() and torch.isfinite(opt_state).all(), f"{where}: not finite"
+    again = program.init_state(seed)
+    assert torch.equal(theta, again[0]) and torch.equal(opt_state, again[1]), (
+        f"{where}.init_state: the same seed gives different states"
+    )
+    assert not torch.equal(theta, program.init_state(seed + 1)[0]), f"{where}: seeds give one state"
 
 
 def check_update(case: AlgorithmCase, *, seed: int = 0) -> None:
-    """``update`` over every agent and over a reordered subset: ``[len(agents), D]``, finite, moving,
-    bit-identical when repeated, leaving its input alone; a subset's rows match the full call's."""
+    """``update`` over every agent and over a reordered subset: the right shapes, finite, moving,
+    bit-identical when repeated, leaving its inputs alone; a subset's rows match the full call's."""
     program = case.program
-    num_agents, size = program.num_agents, program.state_size
     where = type(program).__name__
-    assert tuple(case.theta_all.shape) == (num_agents, size), (
-        f"theta_all is {tuple(case.theta_all.shape)}; expected (num_agents, state_size)"
-    )
-    before = case.theta_all.clone()
+    num_agents = program.num_agents
+    before = (case.theta_all.clone(), case.opt_state.clone())
     everyone = list(range(num_agents))
-    full = _update(case, everyone, seed)
-    assert tuple(full.shape) == (num_agents, size), f"{where}.update gave {tuple(full.shape)}"
-    assert full.dtype.is_floating_point and torch.isfinite(full).all(), f"{where}: not finite"
-    assert torch.equal(case.theta_all, before), f"{where}.update modified theta_all in place"
-    assert torch.equal(full, _update(case, everyone, seed)), f"{where}: the same update differs"
-    assert not torch.equal(full, before), f"{where}.update changed nothing"
+
+    def update(agents: list[int]) -> Any:
+        return program.update(case.theta_all, case.opt_state, case.batch, agents, seed)
+
+    full = update(everyone)
+    assert tuple(full.theta.shape) == (num_agents, program.theta_size), (
+        f"{where}.update gave theta {tuple(full.theta.shape)}"
+    )
+    assert tuple(full.opt_state.shape) == (num_agents, program.opt_state_size), (
+        f"{where}.update gave opt_state {tuple(full.opt_state.shape)}"
+    )
+    assert torch.isfinite(full.theta).all(), f"{where}.update: theta not finite"
+    assert torch.equal(case.theta_all, before[0]) and torch.equal(case.opt_state, before[1]), (
+        f"{where}.update modified its inputs in place"
+    )
+    repeat = update(everyone)
+    assert torch.equal(full.theta, repeat.theta) and torch.equal(
+        full.opt_state, repeat.opt_state
+    ), f"{where}: the same update gives different bits"
+    assert not torch.equal(full.theta, before[0]), f"{where}.update changed nothing"
+    for name, value in full.stats.items():
+        assert value.dim() == 0 or tuple(value.shape) == (num_agents,), (
+            f"{where}.update: stat '{name}' has shape {tuple(value.shape)}; a stat is 0-d or one "
+            f"value per updated agent"
+        )
     subset = [num_agents - 1, 0] if num_agents > 1 else [0]
-    rows = _update(case, subset, seed)
-    assert tuple(rows.shape) == (len(subset), size), f"{where}.update({subset}): {rows.shape}"
-    for row, agent in zip(rows, subset, strict=True):
-        error = float((row - full[agent]).norm() / full[agent].norm().clamp_min(1e-12))
+    part = update(subset)
+    for position, agent in enumerate(subset):
+        reference = torch.cat([full.theta[agent], full.opt_state[agent]])
+        row = torch.cat([part.theta[position], part.opt_state[position]])
+        error = float((row - reference).norm() / reference.norm().clamp_min(1e-12))
         assert error <= SUBSET_TOLERANCE, (
             f"{where}: agent {agent} updated in {subset} differs from the all-agents update "
             f"(relative {error:.2e}); an agent's update must not depend on who shares its call"
@@ -164,38 +169,27 @@ def check_algorithm(
     algorithm_class: type,
     *,
     options: Mapping[str, Any] | None = None,
-    case: AlgorithmCase | None = None,
     env: str = "cooperative_navigation",
     env_options: Mapping[str, Any] | None = None,
+    train: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> None:
     """Run the whole contract; raises ``AssertionError`` naming what failed.
 
-    Args:
-        algorithm_class: the class a plugin registers.
-        options: options to build it with.
-        case: the program, state and batch to update; default: :func:`off_policy_case` (for
-            algorithms with ``bind``) on ``env`` built with ``env_options``.
-        env: the mpe scenario the default case collects transitions from.
-        env_options: its options (default: 3 agents).
-        seed: the seed of the update.
-
     Examples:
         >>> from marlplug.algorithms.maddpg import MADDPG
-        >>> check_algorithm(MADDPG, options={"hidden_sizes": [8]})
+        >>> check_algorithm(MADDPG, options={"hidden_sizes": [8], "minibatch_size": 8,
+        ...                                  "learning_starts": 16, "steps_per_iteration": 8})
     """
     check_options(algorithm_class, options)
     algorithm = build_algorithm(algorithm_class, options)
-    if case is None:
-        case = off_policy_case(algorithm, env=env, env_options=env_options, seed=seed)
-        check_off_policy_program(algorithm, case, seed=seed)
+    case = rollout_case(algorithm, env=env, env_options=env_options, train=train, seed=seed)
+    check_init_state(case.program, seed=seed)
     check_update(case, seed=seed)
 
 
 class AlgorithmContract:
     """Pytest base class: subclass it as ``Test...`` and set ``algorithm_class`` to run the contract.
-
-    Override :meth:`make_case` for an algorithm without ``bind`` (see ``tests/testing`` for ``ppo``).
 
     Examples:
         A plugin's ``tests/test_contract.py``::
@@ -210,29 +204,28 @@ class AlgorithmContract:
 
     #: The algorithm class under test.
     algorithm_class: ClassVar[type]
-    #: Options to build it with (small networks keep the suite fast).
+    #: Options to build it with (small networks and warm-ups keep the suite fast).
     options: ClassVar[Mapping[str, Any]] = {}
-    #: The mpe scenario and options the default :meth:`make_case` collects transitions from.
+    #: The scenario and options the case is collected on, and the ``train:`` fields it reads.
     env: ClassVar[str] = "cooperative_navigation"
     env_options: ClassVar[Mapping[str, Any]] = {"agents": 3}
+    train: ClassVar[Mapping[str, Any]] = {"rollout_steps": 32, "minibatch_size": 16, "n_epochs": 1}
     seed: ClassVar[int] = 0
     #: If set, the name the installed plugin registers the class under.
     registered_name: ClassVar[str | None] = None
 
     def make_case(self, algorithm: Any) -> AlgorithmCase:
-        """The program, state and batch to check; default :func:`off_policy_case`."""
-        return off_policy_case(
-            algorithm, env=self.env, env_options=self.env_options, seed=self.seed
+        """The program, state and batch to check; default :func:`rollout_case`."""
+        return rollout_case(
+            algorithm, env=self.env, env_options=self.env_options, train=self.train, seed=self.seed
         )
 
     def test_options(self) -> None:
         check_options(self.algorithm_class, self.options)
 
-    def test_off_policy_program(self) -> None:
+    def test_init_state(self) -> None:
         algorithm = build_algorithm(self.algorithm_class, self.options)
-        if not hasattr(algorithm, "bind"):
-            pytest.skip("not an off-policy algorithm (no bind)")
-        check_off_policy_program(algorithm, self.make_case(algorithm), seed=self.seed)
+        check_init_state(self.make_case(algorithm).program, seed=self.seed)
 
     def test_update(self) -> None:
         algorithm = build_algorithm(self.algorithm_class, self.options)
@@ -246,4 +239,4 @@ class AlgorithmContract:
         assert get_component("algorithm", self.registered_name) is self.algorithm_class
 
 
-__all__ = ["AlgorithmCase", "AlgorithmContract", "check_algorithm", "off_policy_case"]
+__all__ = ["AlgorithmCase", "AlgorithmContract", "check_algorithm", "rollout_case"]

@@ -24,11 +24,11 @@ from typing import Any
 
 import torch
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
 from marlplug.algorithms.protocol import LearnerAlgorithm
 from marlplug.config import MarlplugConfig, resolved_dict
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.controller import RoundLog, RoundTimeoutError
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import ConfigError, UserError
 from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import (
@@ -56,7 +56,6 @@ from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_fro
 from marlplug.runs.summary import RunTotals, plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
 from marlplug.train.executors import make_executor
-from marlplug.train.legacy import as_learner_algorithm, binds_agents
 from marlplug.train.loop import Training, WaitingSource
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
@@ -112,10 +111,8 @@ def configured_algorithm(config: MarlplugConfig) -> Any:
 
 
 def implements_protocol(algorithm: Any) -> bool:
-    """Whether ``algorithm`` provides the learner-algorithm protocol (``bind`` and ``rollouts``, or
-    the pre-Protocol ``bind(agents)`` bridged by :mod:`marlplug.train.legacy`)."""
-    rollouts = callable(getattr(algorithm, "rollouts", None))
-    return (rollouts and callable(getattr(algorithm, "bind", None))) or binds_agents(algorithm)
+    """Whether ``algorithm`` provides the learner-algorithm protocol: ``bind`` and ``rollouts``."""
+    return all(callable(getattr(algorithm, name, None)) for name in ("bind", "rollouts"))
 
 
 def learner_algorithm(config: MarlplugConfig) -> LearnerAlgorithm:
@@ -126,7 +123,7 @@ def learner_algorithm(config: MarlplugConfig) -> LearnerAlgorithm:
             f"algorithm.name: '{config.algorithm.name}' does not implement bind(env, config) and "
             f"rollouts(env, program, config) (marlplug.algorithms.protocol)"
         )
-    return as_learner_algorithm(algorithm)
+    return algorithm
 
 
 def run(
@@ -162,6 +159,7 @@ def run(
     env = make_env(
         config.env.name,
         backend=config.env.backend,
+        num_envs=config.train.num_envs,
         seed=config.seed,
         **config.env.options.model_dump(),
     )
@@ -201,24 +199,14 @@ def run(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-#: The entry a MADDPG checkpoint held before the one orchestrator (``MaddpgRunner.state_dict``).
-_RUNNER_KEY = "maddpg_runner"
-
-
 def _upgraded(state: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``state`` with a pre-orchestrator MADDPG checkpoint's entry in :data:`TRAINING_KEY`'s layout
-    (its rows are ``theta``, its optimizer state is in them), so earlier run folders resume; a
-    checkpoint holding neither is one line."""
-    old = state.pop(_RUNNER_KEY, None)
-    if old is not None and TRAINING_KEY not in state:
-        state[TRAINING_KEY] = {
-            "theta": old["theta"],
-            "opt_state": old["theta"].new_zeros(old["theta"].shape[0], 0),
-            "source": {k: old[k] for k in ("env_steps", "sampler", "collector")},
-            "counters": {k: old[k] for k in ("iterations", "rounds", "env_steps")},
-        }
+    """``state`` if it is this orchestrator's; a checkpoint written before it (a joint-trainer or
+    MADDPG-runner checkpoint of marlplug 0.1) is one line: its rows have another layout."""
     if TRAINING_KEY not in state:
-        raise UserError(f"--resume: {path} holds no '{TRAINING_KEY}' entry; it cannot be resumed")
+        raise UserError(
+            f"--resume: {path} was written by an earlier marlplug (no '{TRAINING_KEY}' entry) "
+            f"and cannot be resumed; start a new run"
+        )
     return state
 
 

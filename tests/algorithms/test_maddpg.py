@@ -251,7 +251,7 @@ def test_collector_fills_the_buffer_from_an_mpe_env() -> None:
 
 
 def make_program_for(env: PettingZooWrapper) -> MaddpgProgram:
-    from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+    from marlplug.envs.flat import MultiAgentEnvAdapter
 
     return MADDPG(minibatch_size=8, hidden_sizes=[8]).program(MultiAgentEnvAdapter(env).agents)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import AgentUpdate

@@ -3,24 +3,28 @@ catches updates that break the coded runtime's assumptions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
 import torch
-from tensordict import TensorDictBase
 
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.row_bridge import ROUND_SEED_KEY, MaddpgRows, Rows
-from marlplug.losses import RedundancyLoss
-from marlplug.testing import AlgorithmCase, AlgorithmContract, check_algorithm
-from tests.losses.helpers import make_batch, make_loss, make_model
+from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.testing import AlgorithmContract, check_algorithm
+
+SMALL_MADDPG: dict[str, Any] = {
+    "hidden_sizes": [16, 16],
+    "minibatch_size": 16,
+    "learning_starts": 32,
+    "steps_per_iteration": 16,
+}
 
 
 class TestMADDPG(AlgorithmContract):
     algorithm_class = MADDPG
-    options: ClassVar[dict[str, Any]] = {"hidden_sizes": [16, 16]}
+    options: ClassVar[dict[str, Any]] = SMALL_MADDPG
     registered_name = "maddpg"
 
 
@@ -28,7 +32,7 @@ class TestMADDPGHeterogeneousContinuous(AlgorithmContract):
     """Two groups of different observation sizes, continuous actions: padding must change nothing."""
 
     algorithm_class = MADDPG
-    options: ClassVar[dict[str, Any]] = {"hidden_sizes": [16]}
+    options: ClassVar[dict[str, Any]] = {**SMALL_MADDPG, "hidden_sizes": [16]}
     env = "predator_prey"
     env_options: ClassVar[dict[str, Any]] = {
         "agents": 3,
@@ -39,26 +43,23 @@ class TestMADDPGHeterogeneousContinuous(AlgorithmContract):
 
 
 class TestPPO(AlgorithmContract):
-    """Joint PPO runs on coded learners through its program's rows (one minibatch step)."""
+    """Joint PPO: one minibatch step of its program, on a minibatch of its own rollouts."""
 
     algorithm_class = PPO
     options: ClassVar[dict[str, Any]] = {"hidden_size": 16, "feature_dim": 8}
     registered_name = "ppo"
 
-    def make_case(self, algorithm: Any) -> AlgorithmCase:
-        model = make_model((("agent", 2), ("adversary", 2)), hidden=16, features=8)
-        loss = make_loss(model, aux_losses={"redundancy": RedundancyLoss(coef=0.5)})
-        optimizer = algorithm.make_optimizer(loss, lr=1e-2)
-        program = algorithm.program(loss, lr=1e-2, max_grad_norm=0.5)
-        batch = make_batch(model)
-        batch.set(ROUND_SEED_KEY, torch.full(batch.batch_size, 7, dtype=torch.int64))
-        return AlgorithmCase(Rows(program), torch.cat(program.rows(optimizer), dim=1), batch)
 
-    def test_off_policy_program(self) -> None:
-        pytest.skip("PPO is on-policy: the joint trainer acts and collects")
+class TestPPOTwoGroups(AlgorithmContract):
+    """Two agent groups (rows padded to the wider group) with the redundancy penalty coupling them."""
+
+    algorithm_class = PPO
+    options: ClassVar[dict[str, Any]] = {"hidden_size": 16, "feature_dim": 8}
+    env = "predator_prey"
+    env_options: ClassVar[dict[str, Any]] = {"agents": 3, "adversaries": 1, "obstacles": 1}
 
 
-Update = Callable[[torch.Tensor, Sequence[int], TensorDictBase, Sequence[int]], torch.Tensor]
+Update = Callable[..., AgentUpdate]
 
 
 def broken_maddpg(wrap: Callable[[Update], Update]) -> type:
@@ -70,48 +71,56 @@ def broken_maddpg(wrap: Callable[[Update], Update]) -> type:
         def __init__(self, **options: Any) -> None:
             self.inner = MADDPG(**options)
 
-        def bind(self, agents: Any) -> MaddpgRows:
-            program = MaddpgRows(self.inner.program(agents))
-            program.update = wrap(program.update)  # type: ignore[method-assign]
+        def bind(self, env: Any, config: Any) -> Any:
+            program = self.inner.bind(env, config)
+            program.update = wrap(program.update)
             return program
+
+        def rollouts(self, env: Any, program: Any, config: Any) -> Any:
+            return self.inner.rollouts(env, program, config)
 
     return Broken
 
 
 def depends_on_its_call_mates(update: Update) -> Update:
-    return lambda theta, agents, batch, seeds: (
-        update(theta, agents, batch, seeds) * (1 + 0.01 * len(agents))
-    )
+    def wrapped(theta: Any, opt: Any, batch: Any, agents: Any, seed: int) -> AgentUpdate:
+        out = update(theta, opt, batch, agents, seed)
+        return AgentUpdate(out.theta * (1 + 0.01 * len(agents)), out.opt_state, out.stats)
+
+    return wrapped
 
 
 def writes_in_place(update: Update) -> Update:
-    def wrapped(theta: Any, agents: Any, batch: Any, seeds: Any) -> torch.Tensor:
-        rows = update(theta, agents, batch, seeds)
-        theta[list(agents)] = rows
-        return rows
+    def wrapped(theta: Any, opt: Any, batch: Any, agents: Any, seed: int) -> AgentUpdate:
+        out = update(theta, opt, batch, agents, seed)
+        theta[list(agents)] = out.theta
+        return out
 
     return wrapped
 
 
 def unseeded_noise(update: Update) -> Update:
-    return lambda theta, agents, batch, seeds: (
-        update(theta, agents, batch, seeds) + 1e-3 * (torch.randn(len(agents), theta.shape[1]))
-    )
+    def wrapped(theta: Any, opt: Any, batch: Any, agents: Any, seed: int) -> AgentUpdate:
+        out = update(theta, opt, batch, agents, seed)
+        noise = 1e-3 * torch.randn(out.theta.shape)
+        return AgentUpdate(out.theta + noise, out.opt_state, out.stats)
+
+    return wrapped
 
 
 def drops_an_agent(update: Update) -> Update:
-    return lambda theta, agents, batch, seeds: update(theta, agents[1:], batch, seeds[1:])
+    return lambda theta, opt, batch, agents, seed: update(theta, opt, batch, agents[1:], seed)
 
 
 @pytest.mark.parametrize(
     ("wrap", "message"),
     [
         (depends_on_its_call_mates, "must not depend on who shares its call"),
-        (writes_in_place, "modified theta_all in place"),
-        (unseeded_noise, "the same update differs"),
-        (drops_an_agent, r"update gave \(2, "),
+        (writes_in_place, "modified its inputs in place"),
+        (unseeded_noise, "the same update gives different bits"),
+        (drops_an_agent, r"update gave theta \(2, "),
     ],
 )
 def test_the_contract_catches(wrap: Callable[[Update], Update], message: str) -> None:
     with pytest.raises(AssertionError, match=message):
-        check_algorithm(broken_maddpg(wrap), options={"hidden_sizes": [8]})
+        check_algorithm(broken_maddpg(wrap), options={**SMALL_MADDPG, "hidden_sizes": [8]})

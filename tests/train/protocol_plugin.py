@@ -19,7 +19,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs import EnvBase
 
 import marlplug
-from marlplug.algorithms.env_adapter import MultiAgentEnvAdapter
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.config import MarlplugConfig, Options
 from marlplug.seeding import derive_seed
