@@ -26,7 +26,6 @@ import torch
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import LearnerProgram
-from marlplug.bench.maddpg_contract import on_contract
 from marlplug.bench.paper import (
     CODES,
     check_targets,
@@ -95,8 +94,8 @@ def _warmed_up(
     if setting.adversaries:
         env_options["adversaries"] = setting.adversaries
     env = make_env(setting.scenario, backend=env_backend, seed=seed, **env_options)
-    maddpg = MADDPG(**algorithm_options).bind(MultiAgentEnvAdapter(env).agents)
-    program = on_contract(maddpg)
+    maddpg = MADDPG(**algorithm_options).program(MultiAgentEnvAdapter(env).agents)
+    program = maddpg
     theta, opt_state = program.init_state(seed)
     warm = Warm(
         program,

@@ -82,5 +82,4 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         config=trainer_config,
         algorithm=algorithm,
         aux_losses=aux_losses,
-        loss_critic_type=trainer_config.loss_critic_type,
     )

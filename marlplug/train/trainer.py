@@ -17,8 +17,8 @@ from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
 from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts, episode_returns
-from marlplug.config.train import JointTrainerConfig
 from marlplug.losses.clip_ppo import ClipPPO
+from marlplug.losses.ppo_options import JointTrainerConfig, PPOLossOptions
 from marlplug.runs.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms
 from marlplug.runs.stats import PER_AGENT_STATS, JointStats
 
@@ -64,20 +64,16 @@ class JointMultiAgentTrainer:
         config: JointTrainerConfig | None = None,
         algorithm: PPO | None = None,
         aux_losses: Mapping[str, nn.Module] | None = None,
-        loss_critic_type: str = "l2",
+        loss_critic_type: str | None = None,
     ) -> None:
         self.config = config or JointTrainerConfig()
         self.algorithm = algorithm or PPO()
         self.env = env
         torch.manual_seed(self.config.seed)
         self.model = self.algorithm.build_model(env)
+        terms = self.config.model_dump(include=set(PPOLossOptions.model_fields))
         clip_ppo = ClipPPO(
-            clip_range=self.config.clip_range,
-            clip_range_vf=self.config.clip_range_vf,
-            vf_coef=self.config.vf_coef,
-            ent_coef=self.config.ent_coef,
-            normalize_advantages=self.config.normalize_advantages,
-            loss_critic_type=loss_critic_type,  # type: ignore[arg-type]
+            **{**terms, "loss_critic_type": loss_critic_type or terms["loss_critic_type"]}
         )
         self.loss = clip_ppo.build(self.model.actors, self.model.critics, aux_losses=aux_losses)
         self.loss.make_value_estimator(gamma=self.config.gamma, lmbda=self.config.gae_lambda)

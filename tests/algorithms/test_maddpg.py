@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from marlplug.algorithms.row_bridge import MaddpgRows
 from mpe2 import simple_spread_v3, simple_tag_v3
 from tensordict import TensorDict
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
@@ -14,7 +15,6 @@ from marlplug import load_config
 from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import LearnerProgram
-from marlplug.algorithms.row_bridge import MaddpgRows
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.algorithms.state_codec import StateCodec
 from marlplug.envs import make_env

@@ -135,13 +135,12 @@ def maddpg_program(num_agents: int) -> tuple[LearnerProgram, TensorDict]:
     """A small MADDPG program on the learner contract, and a minibatch for it."""
     from marlplug.algorithms.maddpg import MADDPG
     from marlplug.algorithms.spaces import AgentSpace
-    from marlplug.bench.maddpg_contract import on_contract
 
     spaces = [
         AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True)
         for i in range(num_agents)
     ]
-    program = on_contract(MADDPG(hidden_sizes=[16, 16], minibatch_size=32).bind(spaces))
+    program = MADDPG(hidden_sizes=[16, 16], minibatch_size=32).program(spaces)
     generator = torch.Generator().manual_seed(0)
     size = 32
     obs = torch.randn(size, num_agents, 6, generator=generator)

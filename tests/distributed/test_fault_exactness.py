@@ -11,16 +11,15 @@ from typing import Any
 import pytest
 import torch
 
-from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import AgentUpdate
-from marlplug.bench.maddpg_contract import on_contract
 from marlplug.coding import MDSCode
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
 from marlplug.envs import make_env
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.seeding import derive_seed
 from tests.distributed.helpers import LinearProgram, centralized, linear_batch, relative_error
 
@@ -105,8 +104,8 @@ def maddpg_run(coded: bool) -> dict[str, Any]:
         learning_starts=64,
         steps_per_iteration=10,
         buffer_size=2000,
-    ).bind(MultiAgentEnvAdapter(env).agents)
-    program = on_contract(maddpg)
+    ).program(MultiAgentEnvAdapter(env).agents)
+    program = maddpg
     collector = ExperienceCollector(env, maddpg, seed=0)
     theta, opt_state = program.init_state(0)
     first = torch.cat([theta, opt_state], dim=1)

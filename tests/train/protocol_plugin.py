@@ -19,9 +19,9 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs import EnvBase
 
 import marlplug
-from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.config import MarlplugConfig, Options
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.seeding import derive_seed
 
 
