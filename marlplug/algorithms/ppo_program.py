@@ -135,6 +135,13 @@ class PpoProgram:
         self.theta_size = max(group.slots[-1].stop for group in self.groups)
         self.opt_state_size = 2 * self.theta_size + 1
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a learner process receives: the update's structure, not the acting side (the policy
+        and the network factory stay here; a learner never acts or draws fresh networks)."""
+        state = self.__dict__.copy()
+        state.update(policy=None, _networks=None)
+        return state
+
     # ------------------------------------------------------------------ rows <-> tensors
 
     def _pack(self, group: _Group, tensors: Sequence[torch.Tensor], out: torch.Tensor) -> None:
@@ -333,7 +340,8 @@ def _loss_stats(
     losses: TensorDictBase, groups: Sequence[str], index: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """The loss output as stats: every joint one-element entry as a 0-d tensor (``a/b`` for nested
-    keys), and each per-agent diagnostic of the groups as ``agent/<name>`` for the agents ``index``."""
+    keys), and each per-agent diagnostic of the groups under its own name for the agents ``index``
+    (``<name>_per_agent`` where a joint entry has the name; logged as ``<agent>/<name>``)."""
     out = {}
     for key, value in losses.items(include_nested=True, leaves_only=True):
         parts = (key,) if isinstance(key, str) else tuple(key)
@@ -343,5 +351,5 @@ def _loss_stats(
     for name in per_group[0].keys():  # noqa: SIM118 (a TensorDict iterates over its batch)
         if all(name in td.keys() for td in per_group):  # noqa: SIM118
             joined = torch.cat([td.get(name).detach().reshape(-1) for td in per_group])
-            out[f"agent/{name}"] = joined.index_select(0, index)
+            out[f"{name}_per_agent" if name in out else name] = joined.index_select(0, index)
     return out

@@ -6,7 +6,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from marlplug.algorithms.row_bridge import MaddpgRows
 from mpe2 import simple_spread_v3, simple_tag_v3
 from tensordict import TensorDict
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
@@ -21,7 +20,6 @@ from marlplug.envs import make_env
 from marlplug.errors import UserError
 from marlplug.nn.functional import stacked_mlp
 from marlplug.plugins import get_plugin_manager
-from marlplug.seeding import agent_seed
 
 
 def make_program(
@@ -153,17 +151,6 @@ def test_a_non_finite_agent_keeps_its_rows() -> None:
     assert out.stats["nonfinite"].tolist() == [False, True, False]
     assert torch.equal(out.theta[1], theta[1]) and torch.equal(out.opt_state[1], opt_state[1])
     assert torch.isfinite(out.theta).all()
-
-
-def test_the_row_bridge_runs_the_same_update() -> None:
-    program = make_program(3)
-    rows = MaddpgRows(program)
-    (theta, opt_state), batch = program.init_state(0), make_batch(program)
-    assert torch.equal(rows.init_state(0), torch.cat([theta, opt_state], dim=1))
-    seeds = [agent_seed(0, 2, i) for i in (2, 0)]
-    bridged = rows.update(rows.init_state(0), [2, 0], batch, seeds)
-    direct = program.update_seeded(theta, opt_state, batch, [2, 0], seeds)
-    assert torch.equal(bridged, torch.cat([direct.theta, direct.opt_state], dim=1))
 
 
 def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:

@@ -66,7 +66,7 @@ def test_a_learners_agents_equal_the_joint_slice(agents: list[int]) -> None:
             assert float(error) <= 1e-6, (agent, float(error))
     torch.testing.assert_close(part.stats["grad_norm"], joint.stats["grad_norm"][agents])
     assert part.stats["stepped"].tolist() == [True] * len(agents)
-    assert part.stats["agent/policy_loss"].shape == (len(agents),)
+    assert part.stats["policy_loss"].shape == (len(agents),)
     assert part.stats["loss_objective"].shape == ()
 
 

@@ -1,5 +1,5 @@
-"""Coded joint PPO: every minibatch step is one coded round, and training matches the joint run
-(parameters, Adam state, reported gradient norms, frozen agents)."""
+"""Coded joint PPO: every minibatch step is one coded round of the same PPO program, and training
+matches the centralized run (parameters, Adam state, gradient norms, frozen agents)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tensordict import TensorDict
 
 from marlplug import load_config
 from marlplug.cli.train import default_config_path
-from marlplug.train.run import attach_coded_steps, build_trainer
+from marlplug.envs import make_env
+from marlplug.train.executors import make_executor
+from marlplug.train.loop import Training
+from marlplug.train.orchestrator import learner_algorithm
+from marlplug.train.run import run_training
 
 # 3 agents, 2 updates of 20 frames in minibatches of 10: 2 coded rounds per update.
 SMALL = [
@@ -35,48 +38,25 @@ CODED = [
 ]
 
 
-def _flat_parameters(trainer: Any) -> torch.Tensor:
-    return torch.cat([param.detach().reshape(-1) for param in trainer.loss.parameters()])
+def _relative(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((actual - expected).norm() / expected.norm())
 
 
-def test_coded_ppo_matches_joint_ppo_after_two_updates() -> None:
-    joint = build_trainer(load_config(default_config_path(), SMALL))
-    coded_config = load_config(default_config_path(), SMALL + CODED)
-    coded = build_trainer(coded_config.model_copy(update={"coding": None}))
-    controller, step = attach_coded_steps(coded_config, coded)
-    try:
-        start = _flat_parameters(coded)
-        assert torch.equal(start, _flat_parameters(joint))
-        for _ in range(2):
-            joint_stats = joint.train_update()
-            coded_stats = coded.train_update()
-            assert coded_stats.minibatch_steps == joint_stats.minibatch_steps == 2
-            assert abs(coded_stats.total_loss - joint_stats.total_loss) <= 1e-4 * (
-                1.0 + abs(joint_stats.total_loss)
+def test_coded_ppo_matches_centralized_ppo_after_two_updates(tmp_path: Path) -> None:
+    centralized = run_training(
+        load_config(default_config_path(), [*SMALL, f"logging.dir={tmp_path}"])
+    )
+    coded = run_training(
+        load_config(default_config_path(), [*SMALL, *CODED, f"logging.dir={tmp_path}"])
+    )
+    assert sum(log.rounds for log in coded.iterations) == 4
+    assert _relative(coded.theta, centralized.theta) <= 1e-6
+    assert _relative(coded.opt_state, centralized.opt_state) <= 1e-6
+    for ours, theirs in zip(coded.iterations, centralized.iterations, strict=True):
+        for name in ("agent_0/grad_norm", "loss_objective"):
+            assert abs(ours.stats[name] - theirs.stats[name]) <= 1e-4 * (
+                1 + abs(theirs.stats[name])
             )
-            # The norms before clipping, as the joint step reports them (not NaN).
-            joint_norms = torch.tensor(joint_stats.per_agent["grad_norm"])
-            coded_norms = torch.tensor(coded_stats.per_agent["grad_norm"])
-            assert bool((joint_norms > 0).all())
-            assert torch.allclose(coded_norms, joint_norms, rtol=1e-4, atol=0.0)
-        assert step.rounds == 4
-        expected, actual = _flat_parameters(joint), _flat_parameters(coded)
-        assert not torch.equal(expected, start)
-        assert (actual - expected).norm() / expected.norm() <= 1e-5
-        for param in joint.loss.parameters():
-            joint_state = joint.optimizer.state[param]
-            coded_state = coded.optimizer.state[
-                dict(coded.loss.named_parameters())[_name(joint, param)]
-            ]
-            assert torch.equal(joint_state["step"], coded_state["step"])
-    finally:
-        controller.close()
-        joint.close()
-        coded.close()
-
-
-def _name(trainer: Any, param: torch.nn.Parameter) -> str:
-    return next(name for name, p in trainer.loss.named_parameters() if p is param)
 
 
 def test_coded_ppo_through_the_cli(run_cli: Callable[..., Any], tmp_path: Path) -> None:
@@ -89,41 +69,27 @@ def test_coded_ppo_through_the_cli(run_cli: Callable[..., Any], tmp_path: Path) 
     assert any(line.startswith("rounds log:") for line in result.out.splitlines())
     with (run_dir / "rounds.csv").open(newline="") as handle:
         rounds = list(csv.DictReader(handle))
-    assert [(row["update"], row["round"]) for row in rounds] == [
-        ("1", "0"),
-        ("1", "1"),
-        ("2", "2"),
-        ("2", "3"),
-    ]
-    assert all(len(row["learners_used"].split()) >= 3 for row in rounds)
-
-
-def _agent_state(trainer: Any, agent: int) -> TensorDict:
-    program = trainer.algorithm.program(trainer.loss, lr=1.0, max_grad_norm=1.0)
-    theta, opt_state = program.rows(trainer.optimizer)
-    return TensorDict(params=theta[agent], adam=opt_state[agent], step=opt_state[agent, -1])
+    assert len(rounds) == 2  # one row per update, its last round's columns
+    assert all(len(row["round_learners_used"].split()) >= 3 for row in rounds)
 
 
 def test_a_frozen_agent_keeps_its_weights_and_adam_state_exactly() -> None:
-    joint = build_trainer(load_config(default_config_path(), SMALL))
-    coded_config = load_config(default_config_path(), SMALL + CODED)
-    coded = build_trainer(coded_config.model_copy(update={"coding": None}))
-    controller, _ = attach_coded_steps(coded_config, coded)
+    config = load_config(default_config_path(), SMALL + CODED)
+    algorithm = learner_algorithm(config)
+    env = make_env("cooperative_navigation", agents=3, seed=config.seed)
+    program = algorithm.bind(env, config)
+    source = algorithm.rollouts(env, program, config)
+    executor = make_executor(config, program)
     try:
-        for trainer in (joint, coded):
-            trainer.train_update()  # every agent has Adam state before agent 1 is frozen
-            trainer.freeze({1})
-        before = [_agent_state(coded, agent) for agent in range(3)]
-        joint.train_update()
-        coded.train_update()
-        after = [_agent_state(coded, agent) for agent in range(3)]
-        assert (after[1] == before[1]).all()
+        training = Training(program, source, executor, agent_names=["a", "b", "c"], seed=0)
+        training.step()  # every agent has Adam state before agent 1 is frozen
+        training.freeze({1})
+        theta, opt_state = training.theta.clone(), training.opt_state.clone()
+        training.step()
+        assert torch.equal(training.theta[1], theta[1])
+        assert torch.equal(training.opt_state[1], opt_state[1])
         for agent in (0, 2):
-            assert not (after[agent]["params"] == before[agent]["params"]).all()
-            assert int(after[agent]["step"]) == int(before[agent]["step"]) + 2
-        expected, actual = _flat_parameters(joint), _flat_parameters(coded)
-        assert (actual - expected).norm() / expected.norm() <= 1e-5
+            assert not torch.equal(training.theta[agent], theta[agent])
     finally:
-        controller.close()
-        joint.close()
-        coded.close()
+        executor.close()
+        source.close()

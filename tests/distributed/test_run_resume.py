@@ -4,20 +4,21 @@ run continues exactly where the stopped one was."""
 from __future__ import annotations
 
 import csv
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from marlplug import load_config
 from marlplug.cli.train import default_config_path
 from marlplug.coding.stragglers import StragglerModel
+from marlplug.errors import UserError
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.runs.run_config import load_run_config
 from marlplug.train.orchestrator import TRAINING_KEY, run
-from marlplug.train.run import CODED_STEP_KEY, run_training
+from marlplug.train.run import run_training
 
 # 10 steps per iteration against 25-step episodes: checkpoints fall mid-episode; a 40-transition
 # buffer wraps after 4 iterations; the first update round is in iteration 1.
@@ -124,7 +125,7 @@ def test_train_cli_runs_coded_maddpg_and_resumes_it(
     assert float((theta - centralized.theta).norm() / centralized.theta.norm()) <= 1e-5
 
 
-def test_resumed_coded_ppo_continues_the_round_numbers_and_drops_redone_rows(
+def test_resumed_coded_ppo_meets_the_same_stragglers_and_ends_bit_identical(
     tmp_path: Path,
 ) -> None:
     # 2 coded rounds per update (20 frames in minibatches of 10); the simulated clock runs the
@@ -138,56 +139,39 @@ def test_resumed_coded_ppo_continues_the_round_numbers_and_drops_redone_rows(
         "train.n_epochs=1",
         "train.checkpoint_every=1",
         "logging.progress=false",
-        f"logging.dir={tmp_path}",
-        "logging.run_name=ppo",
         *CODED,
         "coding.clock=simulated",
     ]
-    run_dir = tmp_path / "ppo"
-    checkpoint = run_dir / CHECKPOINT_NAME
-    # Rounds of a run never stopped: (update, round, stragglers), one straggler draw per round.
-    model = StragglerModel(count=1, delay_s=0.05, seed=0)
-    straight = [
-        (1 + r // 2, r, [j for j, d in model.delays(range(5)).items() if d > 0]) for r in range(8)
-    ]
-
-    def logged() -> list[tuple[int, int, list[int]]]:
-        return [
-            (int(row["update"]), int(row["round"]), [int(j) for j in row["stragglers"].split()])
-            for row in rows(run_dir)
-        ]
-
-    run_training(load_config(default_config_path(), options), updates=2)
-    at_two = tmp_path / "at_two.pt"
-    shutil.copy(checkpoint, at_two)
-    run_training(load_run_config(run_dir), resume_dir=run_dir, updates=3)
-    assert logged() == straight[:6]
-    # As if stopped after update 3's rows were written but before its checkpoint, with a checkpoint
-    # from before the round count was stored (the resume then counts the rows it keeps).
-    state = torch.load(at_two, weights_only=False)
-    del state[CODED_STEP_KEY]
-    torch.save(state, checkpoint)
-    run_training(load_run_config(run_dir), resume_dir=run_dir, updates=4)
-    assert logged() == straight
-    assert load_checkpoint(checkpoint)[CODED_STEP_KEY] == {"rounds": 8}
-
-
-def test_a_checkpoint_of_the_former_maddpg_runner_still_resumes(tmp_path: Path) -> None:
-    config = load_config(data={}, overrides=[*SMALL, "train.updates=4"])
-    straight = run(config, run_dir=tmp_path / "straight")
-    run(config, iterations=2, run_dir=tmp_path / "old")
-    # Rewrite the checkpoint in the layout MaddpgRunner.state_dict wrote before the orchestrator.
-    path = tmp_path / "old" / CHECKPOINT_NAME
-    state = torch.load(path, weights_only=True)
-    training = state.pop(TRAINING_KEY)
-    state["maddpg_runner"] = {
-        "theta": training["theta"],
-        **training["counters"],
-        "sampler": training["source"]["sampler"],
-        "collector": training["source"]["collector"],
-    }
-    torch.save(state, path)
-    resumed = run(load_run_config(tmp_path / "old"), resume_dir=tmp_path / "old")
+    straight = run_training(
+        load_config(
+            default_config_path(), [*options, f"logging.dir={tmp_path}", "logging.run_name=a"]
+        ),
+        updates=4,
+    )
+    run_dir = tmp_path / "b"
+    run_training(
+        load_config(
+            default_config_path(), [*options, f"logging.dir={tmp_path}", "logging.run_name=b"]
+        ),
+        updates=2,
+    )
+    resumed = run_training(load_run_config(run_dir), resume_dir=run_dir, updates=4)
     assert [log.iteration for log in resumed.iterations] == [2, 3]
     assert torch.equal(resumed.theta, straight.theta)
-    assert TRAINING_KEY in load_checkpoint(path)
+    assert torch.equal(resumed.opt_state, straight.opt_state)
+    # Rounds 4..7 met the stragglers a run never stopped met (one draw per round).
+    model = StragglerModel(count=1, delay_s=0.05, seed=0)
+    draws = [sorted(j for j, d in model.delays(range(5)).items() if d > 0) for _ in range(8)]
+    stragglers = [[int(j) for j in row["round_stragglers"].split()] for row in rows(run_dir)]
+    assert stragglers == [draws[1], draws[3], draws[5], draws[7]]  # each update's last round
+
+
+def test_a_checkpoint_of_an_earlier_marlplug_is_a_one_line_error(tmp_path: Path) -> None:
+    config = load_config(data={}, overrides=[*SMALL, "train.updates=2"])
+    run(config, iterations=1, run_dir=tmp_path / "old")
+    path = tmp_path / "old" / CHECKPOINT_NAME
+    state = torch.load(path, weights_only=True)
+    state["maddpg_runner"] = state.pop(TRAINING_KEY)  # the layout MaddpgRunner wrote
+    torch.save(state, path)
+    with pytest.raises(UserError, match="written by an earlier marlplug"):
+        run(load_run_config(tmp_path / "old"), resume_dir=tmp_path / "old")

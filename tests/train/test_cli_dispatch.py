@@ -1,26 +1,11 @@
-"""`marlplug train` sends PPO configs (coded or not) to the joint trainer and configs of algorithms that
-implement the learner protocol (MADDPG, coded or not) to the one orchestrator, with the same summary;
-a bad coded PPO config is a one-line error."""
+"""`marlplug train` runs every algorithm (PPO, MADDPG; coded or not) through the one orchestrator,
+with the same summary; a bad coded PPO config is a one-line error."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from marlplug import load_config
-from marlplug.cli.train import _uses_orchestrator, default_config_path
-
-
-def test_dispatch_follows_the_algorithm_and_the_coding_section() -> None:
-    assert not _uses_orchestrator(load_config(default_config_path()))
-    assert _uses_orchestrator(load_config(data={"algorithm": {"name": "maddpg"}}))
-    coded = load_config(
-        data={"algorithm": {"name": "maddpg"}, "coding": {"scheme": "mds", "learners": 4}}
-    )
-    assert _uses_orchestrator(coded)
-    coded_ppo = load_config(default_config_path(), ["coding.scheme=mds", "coding.learners=4"])
-    assert not _uses_orchestrator(coded_ppo)
 
 
 def test_too_few_coded_ppo_learners_is_a_one_line_error_naming_the_field(
