@@ -8,8 +8,6 @@ bash scripts/setup.sh
 ruff check marlplug tests plugins
 ruff format --check marlplug tests plugins
 mypy
-# The layer contracts in pyproject.toml ([tool.importlinter]). Commented out until every helper's
-# branch of issue 12 is merged (runs/iteration_report -> train/maddpg_loop is the last back-arrow
-# seen); then enable it: it is the check that keeps cycles and back-arrows out.
-# lint-imports
+# The layer contracts in pyproject.toml ([tool.importlinter]): no back-arrow between packages.
+lint-imports
 python -m pytest -q -p no:cacheprovider "$@"

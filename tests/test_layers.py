@@ -14,10 +14,9 @@ import pytest
 
 grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the test extra)")
 
-#: Cycles that exist on purpose until the branch removing them is merged; each entry is the set of
-#: modules of one cycle. Issue 12: h12b's one orchestrator removes train.run <-> train.coded_run.
-#: Empty it when that lands (the test fails on an entry that no longer exists, so it cannot rot).
-KNOWN_CYCLES: list[frozenset[str]] = [frozenset({"marlplug.train.run", "marlplug.train.coded_run"})]
+#: Cycles tolerated for now, each the set of modules of one cycle (none: keep it that way; the test
+#: fails on an entry that no longer exists, so it cannot rot).
+KNOWN_CYCLES: list[frozenset[str]] = []
 
 
 def module_cycles(package: str) -> list[frozenset[str]]:
