@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from marlplug.algorithms.maddpg import MaddpgOptions
     from marlplug.config import MarlplugConfig
 
-#: Separates the env's per-episode seeds from every other stream derived from the run's seed.
+#: Separate the env's per-episode seeds and the minibatch sampler from every other stream derived
+#: from the run's seed.
 _EPISODE_SALT = 11
+_SAMPLER_SALT = 12
 
 
 class Acting(Protocol):
@@ -251,7 +253,7 @@ class ReplayRollouts:
         self.env = env
         self.program = program
         self.collector = ExperienceCollector(env, program, seed=config.seed)
-        self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.sampler = torch.Generator().manual_seed(derive_seed(config.seed, _SAMPLER_SALT))
         self.env_steps = 0
         self._stats: dict[str, Any] = {}
 
