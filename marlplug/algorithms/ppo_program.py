@@ -241,7 +241,7 @@ class PpoProgram:
         An agent whose gradient norm is not finite returns its input rows unchanged (``stepped``
         false, ``nonfinite`` true); an agent some loss term of which is not finite (a NaN aux loss
         with a finite gradient) steps, with ``nonfinite`` true. Stats: every scalar of the loss's
-        output (0-d); per agent (``[len(agents)]``) ``grad_norm`` (before clipping), ``stepped``,
+        output and ``total_loss`` (``L_total``) (0-d); per agent (``[len(agents)]``) ``grad_norm`` (before clipping), ``stepped``,
         ``nonfinite``, ``nonfinite/<term>`` for each loss term that was not finite for some agent
         (:func:`nonfinite_masks`) and the loss's per-agent diagnostics as ``agent/<name>``
         (``agent/policy_loss``, ...).
@@ -289,6 +289,7 @@ class PpoProgram:
             stepped[where] = finite
         groups = [group.name for group in self.groups]
         stats = _loss_stats(losses, groups, index)
+        stats["total_loss"] = total.detach().reshape(())  # L_total, the sum of the loss_* entries
         nonfinite = ~stepped
         for term, mask in nonfinite_masks(losses, groups, index).items():
             nonfinite |= mask

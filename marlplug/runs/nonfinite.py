@@ -74,7 +74,9 @@ def named_terms(masks: Mapping[str, torch.Tensor], agent_names: list[str]) -> di
         {'loss_x': ['a']}
     """
     found = {
-        term: [name for name, bad in zip(agent_names, agent_flags(mask).tolist(), strict=True) if bad]
+        term: [
+            name for name, bad in zip(agent_names, agent_flags(mask).tolist(), strict=True) if bad
+        ]
         for term, mask in masks.items()
     }
     return {term: agents for term, agents in found.items() if agents}
@@ -99,7 +101,9 @@ def with_gradient(
     """
     named = {name for agents in terms.values() for name in agents}
     flags = skipped.tolist()
-    alone = [name for name, skip in zip(agent_names, flags, strict=True) if skip and name not in named]
+    alone = [
+        name for name, skip in zip(agent_names, flags, strict=True) if skip and name not in named
+    ]
     return {**terms, "gradient": alone} if alone else dict(terms)
 
 
@@ -196,7 +200,9 @@ class NonfiniteTally:
     skipped: int = 0
     terms: dict[str, set[str]] = field(default_factory=dict)
 
-    def add(self, affected: torch.Tensor, skipped: torch.Tensor, terms: dict[str, list[str]]) -> None:
+    def add(
+        self, affected: torch.Tensor, skipped: torch.Tensor, terms: dict[str, list[str]]
+    ) -> None:
         """Count one step: ``affected`` and ``skipped`` bool masks over every agent."""
         self.agent_steps += affected.numel()
         self.affected += int(affected.sum())

@@ -32,7 +32,6 @@ import torch
 
 from marlplug.algorithms.protocol import LearnerProgram, RolloutSource
 from marlplug.distributed.rounds import RoundLog
-from marlplug.errors import UserError
 from marlplug.runs.iteration_report import IterationLog
 from marlplug.runs.nonfinite import (
     NonfiniteMonitor,
@@ -198,13 +197,22 @@ class Training:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue from :meth:`state_dict`'s output (the executor skips the rounds already run)."""
-        for key, current in (("theta", self.theta), ("opt_state", self.opt_state)):
-            if state[key].shape != current.shape:
-                raise UserError(
-                    f"--resume: the checkpoint holds agent states of shape "
-                    f"{tuple(state[key].shape)}, this config builds {tuple(current.shape)}; was "
-                    f"the env or algorithm changed?"
+        """Continue from :meth:`state_dict`'s output (the executor skips the rounds already run).
+
+        Raises:
+            ValueError: the stored rows have another shape than this program's (other network
+                sizes or agents); :func:`~marlplug.runs.checkpoint.restore_state` makes it one line.
+        """
+        for key, current, what in (
+            ("theta", self.theta, "parameters"),
+            ("opt_state", self.opt_state, "optimizer state"),
+        ):
+            stored = state[key]
+            if stored.shape != current.shape:
+                raise ValueError(
+                    f"size mismatch for the agents' {what}: {tuple(stored.shape)} (agents, values "
+                    f"per agent) in the checkpoint, {tuple(current.shape)} for this config's "
+                    f"networks"
                 )
         self.theta, self.opt_state = state["theta"].clone(), state["opt_state"].clone()
         counters = state["counters"]

@@ -96,7 +96,9 @@ def test_a_nan_aux_loss_stops_the_run_with_one_line(
         "in a row (iteration 3, round 1): loss_nan_aux (agent_0, agent_1); the run stopped (fix the "
         "loss, lower train.lr, or raise train.max_nonfinite_steps)",
     ], result.err
-    assert load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)["training"]["counters"]["iterations"] == 2
+    assert (
+        load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)["training"]["counters"]["iterations"] == 2
+    )
 
 
 def test_skipped_steps_are_reported_in_the_summary_when_the_run_goes_on(
