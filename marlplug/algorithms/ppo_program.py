@@ -399,17 +399,19 @@ def _params(params: Mapping[str, torch.Tensor], group: _Group) -> list[torch.Ten
 def _loss_stats(
     losses: TensorDictBase, groups: Sequence[str], index: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """The loss output as stats: every joint one-element entry as a 0-d tensor (``a/b`` for nested
-    keys), and each per-agent diagnostic of the groups under its own name for the agents ``index``
-    (``<name>_per_agent`` where a joint entry has the name; logged as ``<agent>/<name>``)."""
+    """The loss output as stats: each per-agent diagnostic of the groups under its own name for the
+    agents ``index`` (logged as ``<agent>/<name>``, e.g. ``agent_0/entropy``), and every joint
+    one-element entry as a 0-d tensor (``a/b`` for nested keys; ``mean_<name>`` where a per-agent
+    diagnostic has the name)."""
     out = {}
-    for key, value in losses.items(include_nested=True, leaves_only=True):
-        parts = (key,) if isinstance(key, str) else tuple(key)
-        if parts[0] not in groups and value.numel() == 1:
-            out["/".join(parts)] = value.detach().reshape(())
     per_group = [losses.get(group) for group in groups]
     for name in per_group[0].keys():  # noqa: SIM118 (a TensorDict iterates over its batch)
         if all(name in td.keys() for td in per_group):  # noqa: SIM118
             joined = torch.cat([td.get(name).detach().reshape(-1) for td in per_group])
-            out[f"{name}_per_agent" if name in out else name] = joined.index_select(0, index)
+            out[name] = joined.index_select(0, index)
+    for key, value in losses.items(include_nested=True, leaves_only=True):
+        parts = (key,) if isinstance(key, str) else tuple(key)
+        if parts[0] not in groups and value.numel() == 1:
+            name = "/".join(parts)
+            out[f"mean_{name}" if name in out else name] = value.detach().reshape(())
     return out
