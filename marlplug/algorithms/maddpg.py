@@ -45,7 +45,6 @@ class MaddpgOptions(Options):
             "max_grad_norm",
             "iterate_all_minibatches",
             "max_minibatches_per_epoch",
-            "max_nonfinite_steps",  # MADDPG stops at the first non-finite agent state instead
             "torch_threads",
         }
     )

@@ -81,13 +81,13 @@ def render(
         from marlplug.config import validate_components
         from marlplug.runs.checkpoint import load_policy
 
-        model = load_policy(checkpoint, env, validate_components(config))
+        trained = load_policy(checkpoint, env, validate_components(config))
         exploration = ExplorationType.RANDOM if sample else ExplorationType.DETERMINISTIC
         actions = f"{'sampled' if sample else 'greedy'} actions of {checkpoint}"
 
         def act(tensordict: TensorDictBase) -> TensorDictBase:
             with set_exploration_type(exploration):
-                return model.policy(tensordict)
+                return trained(tensordict)
 
         policy = act
 

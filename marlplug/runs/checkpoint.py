@@ -1,9 +1,9 @@
 """Checkpoints: plain data only, written atomically (temp file + ``os.replace``), with the RNG states.
 
 A checkpoint is a ``torch.save`` dict of tensors, plain containers and primitives only, marked with
-:data:`FORMAT`: ``trainer`` (loss, optimizer and counters, to resume) or ``maddpg_runner``,
-``model`` (the :class:`~marlplug.nn.JointActorCritic` state dict, to act), ``agents``,
-``history`` and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never
+:data:`FORMAT`: ``training`` (every agent's ``theta`` and ``opt_state`` rows, the rollout source's
+state and the counters: to resume, and ``theta`` to act, :func:`load_policy`), ``agents``,
+``history``, ``round_logs``, ``config`` (the resolved config it was written with) and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never
 runs code from it, whoever wrote it; a file holding anything else is refused with one line.
 """
 
@@ -23,16 +23,21 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 import numpy as np
 import torch
 
+from marlplug.config import resolved_dict
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
+from marlplug.plugins import get_component
 
 if TYPE_CHECKING:
     from torchrl.envs import EnvBase
 
     from marlplug.config import MarlplugConfig
-    from marlplug.nn import JointActorCritic
 
 CHECKPOINT_NAME = "checkpoint.pt"
-MODEL_KEY = "model"
+#: The entry holding the training state (``theta``, ``opt_state``, ``source``, ``counters``, ``frozen``).
+TRAINING_KEY = "training"
+#: The resolved config a checkpoint was written with (plain data).
+CONFIG_KEY = "config"
 #: The agent names a checkpoint was trained with, in the documented agent order.
 AGENTS_KEY = "agents"
 RNG_KEY = "rng"
@@ -247,48 +252,108 @@ def check_agents(state: Mapping[str, Any], agents: list[str], path: Path, option
     )
 
 
-def restore_state(restore: Callable[[], object], path: Path, option: str) -> None:
+def config_changes(
+    saved: object, config: MarlplugConfig, sections: Iterable[str] = ("env", "algorithm")
+) -> list[str]:
+    """The fields of ``sections`` (what builds the networks) whose value in ``saved`` (a checkpoint's
+    ``config`` entry) differs from ``config``'s, as ``field: old -> new``.
+
+    Examples:
+        >>> from marlplug.config import load_config, resolved_dict
+        >>> saved = resolved_dict(load_config(overrides=["algorithm.hidden_size=16"]))
+        >>> config_changes(saved, load_config(overrides=["algorithm.hidden_size=32"]))
+        ['algorithm.hidden_size: 16 -> 32']
+    """
+    if not isinstance(saved, Mapping):
+        return []
+    now = resolved_dict(config)
+    changes = []
+    for section in sections:
+        old, new = saved.get(section), now.get(section)
+        if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+            continue
+        for key in [*old, *(key for key in new if key not in old)]:
+            if old.get(key) != new.get(key):
+                changes.append(f"{section}.{key}: {old.get(key)} -> {new.get(key)}")
+    return changes
+
+
+def restore_state(
+    restore: Callable[[], object], path: Path, option: str, *, changes: Iterable[str] = ()
+) -> None:
     """Run ``restore`` (a ``load_state_dict`` call with a checkpoint's entries); a checkpoint whose
     entries do not fit this config's networks becomes one :class:`UserError` line naming the first
-    mismatch instead of torch's multi-line dump."""
+    mismatch instead of torch's multi-line dump, and the config fields that changed since the
+    checkpoint (``changes``, :func:`config_changes`) when known."""
     try:
         restore()
     except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        _does_not_fit(exc, path, option)
+        _does_not_fit(exc, path, option, list(changes))
 
 
-def _does_not_fit(exc: BaseException, path: Path, option: str) -> NoReturn:
+def _does_not_fit(exc: BaseException, path: Path, option: str, changes: list[str]) -> NoReturn:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     detail = next((line for line in lines if "mismatch" in line or "Missing" in line), None)
     detail = detail or (lines[0] if lines else type(exc).__name__)
+    cause = (
+        f"changed since it was written: {'; '.join(changes)}"
+        if changes
+        else "was the env or the algorithm changed?"
+    )
     raise UserError(
-        f"{option}: the state in {path} does not fit this config ({detail.rstrip('.')}); was the "
-        f"env or the algorithm changed?"
+        f"{option}: the state in {path} does not fit this config ({detail.rstrip('.')}); {cause}"
     ) from None
 
 
-def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> JointActorCritic:
-    """The trained actor/critic networks stored in a checkpoint, sized for ``env``.
+def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> Any:
+    """The acting policy of a checkpoint's agents, for ``env``: the configured algorithm bound to
+    ``env`` with ``config``, every agent's trained ``theta`` row loaded into it.
 
     Args:
         path: a checkpoint written by ``marlplug train``.
-        env: an env with the same agent groups and sizes as the one trained on.
+        env: an env with the same agents and sizes as the one trained on.
         config: the run's config (its ``algorithm`` section sizes the networks).
 
-    Raises:
-        UserError: the file is missing or not a checkpoint, or its networks do not fit ``env``.
-    """
-    from marlplug.algorithms.ppo import PPO
-    from marlplug.plugins import get_component
+    Returns:
+        The policy module (a TorchRL module that writes the agents' actions into a tensordict).
 
-    algorithm_cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
-    if not (isinstance(algorithm_cls, type) and issubclass(algorithm_cls, PPO)):
+    Raises:
+        UserError: the file is missing or not a checkpoint, the algorithm has no acting policy, or
+            the stored rows do not fit ``env`` and ``config`` (naming the config fields changed
+            since the checkpoint).
+    """
+    state = load_checkpoint(path, option="--checkpoint", required=(TRAINING_KEY,))
+    algorithm = get_component("algorithm", config.algorithm.name, field="algorithm.name")(
+        **config.algorithm.options.model_dump()
+    )
+    program = algorithm.bind(env, config)
+    load = getattr(program, "load", None)
+    if getattr(program, "policy", None) is None or not callable(load):
         raise UserError(
-            f"algorithm.name: rendering from a checkpoint needs a 'ppo' run, got '{config.algorithm.name}'"
+            f"algorithm.name: '{config.algorithm.name}' has no acting policy to load from a "
+            f"checkpoint (its program needs a 'policy' and a 'load(theta)' method)"
         )
-    state = load_checkpoint(path, option="--checkpoint", required=(MODEL_KEY,))
-    model = algorithm_cls(**config.algorithm.options.model_dump()).build_model(env)
-    check_agents(state, [name for _, name in model.agent_names], path, "--checkpoint")
-    restore_state(lambda: model.load_state_dict(state[MODEL_KEY]), path, "--checkpoint")
-    model.eval()
-    return model
+    check_agents(state, [str(name) for name in _agent_names(env)], path, "--checkpoint")
+    theta = state[TRAINING_KEY].get("theta") if isinstance(state[TRAINING_KEY], Mapping) else None
+    changes = config_changes(state.get(CONFIG_KEY), config)
+
+    def restore() -> None:
+        if not isinstance(theta, torch.Tensor):
+            raise TypeError(f"'{TRAINING_KEY}' holds no 'theta' tensor")
+        expected = (program.num_agents, program.theta_size)
+        if tuple(theta.shape) != expected:
+            raise ValueError(
+                f"size mismatch for the agents' parameters: {theta.shape[1]} per agent in the "
+                f"checkpoint, {expected[1]} for this config's networks"
+            )
+        load(theta)
+
+    restore_state(restore, path, "--checkpoint", changes=changes)
+    policy = program.policy
+    if isinstance(policy, torch.nn.Module):
+        policy.eval()
+    return policy
+
+
+def _agent_names(env: EnvBase) -> list[str]:
+    return [agent.name for agent in MultiAgentEnvAdapter(env).agents]

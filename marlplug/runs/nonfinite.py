@@ -9,15 +9,14 @@ the terms that were not finite on a step, counts, and says so.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 from tensordict import TensorDictBase
 
+from marlplug.algorithms.ppo_program import nonfinite_masks
 from marlplug.errors import UserError
-
-#: Per-agent terms of the joint PPO loss (under each group's key), checked on a skipped step.
-PER_AGENT_TERMS = ("policy_loss", "value_loss", "entropy")
 
 
 class NonfiniteLossError(UserError):
@@ -29,9 +28,9 @@ def nonfinite_terms(
 ) -> dict[str, list[str]]:
     """The loss terms of one step that were not finite, each with the agents it concerns.
 
-    A loss can be NaN while its gradient is finite (a NaN constant added to it): the step then
-    goes ahead, and is still reported. A skipped agent with every term finite had a non-finite
-    gradient alone: reported as ``"gradient"``.
+    The names of :func:`~marlplug.algorithms.ppo_program.nonfinite_masks`' masks: a loss can be NaN
+    while its gradient is finite (the step goes ahead, and is still reported); a skipped agent with
+    every term finite had a non-finite gradient alone (``"gradient"``).
 
     Args:
         losses: the joint loss's output of the step (per-group per-agent terms, ``loss_<aux>``).
@@ -51,28 +50,36 @@ def nonfinite_terms(
         >>> nonfinite_terms(losses, ["agent"], ["a", "b"], torch.tensor([True, True]))
         {'policy_loss': ['b'], 'gradient': ['a']}
     """
-    found: dict[str, list[str]] = {}
-    for term in PER_AGENT_TERMS:
-        values = [losses.get((group, term), None) for group in groups]
-        if any(value is None for value in values):
-            continue
-        finite = torch.isfinite(torch.cat([value.reshape(-1) for value in values])).tolist()
-        bad = [name for name, ok in zip(agent_names, finite, strict=True) if not ok]
-        if bad:
-            found[term] = bad
-    for key in losses.keys():  # noqa: SIM118 - a TensorDict's top-level keys
-        aux = isinstance(key, str) and key.startswith("loss_") and key not in _PPO_SUMS
-        if aux and not bool(torch.isfinite(losses.get(key)).all()):
-            found[key] = list(agent_names)
-    named = {name for agents in found.values() for name in agents}
-    gradient_only = [
-        name
-        for name, skip in zip(agent_names, skipped.tolist(), strict=True)
-        if skip and name not in named
-    ]
-    if gradient_only:
-        found["gradient"] = gradient_only
-    return found
+    masks = nonfinite_masks(losses, groups, torch.arange(len(agent_names)))
+    return with_gradient(named_terms(masks, agent_names), skipped, agent_names)
+
+
+def agent_flags(values: torch.Tensor) -> torch.Tensor:
+    """A per-agent flag statistic as a bool mask: true where it is set. A coded round reports NaN for
+    an agent no learner answered for: not flagged.
+
+    Examples:
+        >>> agent_flags(torch.tensor([1.0, 0.0, float("nan")])).tolist()
+        [True, False, False]
+    """
+    return values.detach().double().nan_to_num(0.0) != 0
+
+
+def named_terms(masks: Mapping[str, torch.Tensor], agent_names: list[str]) -> dict[str, list[str]]:
+    """term -> the names of the agents its mask (over ``agent_names``, :func:`agent_flags`) flags;
+    terms flagging no agent are left out.
+
+    Examples:
+        >>> named_terms({"loss_x": torch.tensor([True, False]), "gradient": torch.zeros(2)}, ["a", "b"])
+        {'loss_x': ['a']}
+    """
+    found = {
+        term: [
+            name for name, bad in zip(agent_names, agent_flags(mask).tolist(), strict=True) if bad
+        ]
+        for term, mask in masks.items()
+    }
+    return {term: agents for term, agents in found.items() if agents}
 
 
 def affected_agents(terms: dict[str, list[str]], agent_names: list[str]) -> torch.Tensor:
@@ -81,8 +88,23 @@ def affected_agents(terms: dict[str, list[str]], agent_names: list[str]) -> torc
     return torch.tensor([name in named for name in agent_names], dtype=torch.bool)
 
 
-#: The joint loss's sums over agents of the per-agent terms (reported per agent instead).
-_PPO_SUMS = frozenset({"loss_objective", "loss_critic", "loss_entropy"})
+def with_gradient(
+    terms: dict[str, list[str]], skipped: torch.Tensor, agent_names: list[str]
+) -> dict[str, list[str]]:
+    """``terms`` and, as ``"gradient"``, the skipped agents (``skipped``: bool mask over
+    ``agent_names``) no term names: a step is skipped when its gradient norm is not finite, so a
+    skipped agent with every loss term finite had a non-finite gradient alone.
+
+    Examples:
+        >>> with_gradient({"loss_x": ["a"]}, torch.tensor([True, True]), ["a", "b"])
+        {'loss_x': ['a'], 'gradient': ['b']}
+    """
+    named = {name for agents in terms.values() for name in agents}
+    flags = skipped.tolist()
+    alone = [
+        name for name, skip in zip(agent_names, flags, strict=True) if skip and name not in named
+    ]
+    return {**terms, "gradient": alone} if alone else dict(terms)
 
 
 @dataclass
@@ -140,9 +162,10 @@ class NonfiniteMonitor:
         ]
         if stuck:
             noun = "agent" if len(stuck) == 1 else "agents"
+            steps = "1 step" if self.max_consecutive == 1 else f"{self.max_consecutive} steps"
             raise NonfiniteLossError(
                 f"train.max_nonfinite_steps: {noun} {', '.join(stuck)} had non-finite values "
-                f"{self.max_consecutive} steps in a row ({where}): {_describe(terms)}; the run "
+                f"{steps} in a row ({where}): {_describe(terms)}; the run "
                 f"stopped (fix the loss, lower train.lr, or raise train.max_nonfinite_steps)"
             )
 
@@ -155,6 +178,43 @@ class NonfiniteMonitor:
             f"{self.nonfinite_agent_steps} of {self.agent_steps} agent steps had non-finite "
             f"values: {described}"
         )
+
+
+@dataclass
+class NonfiniteTally:
+    """One iteration's agent steps with non-finite values, for its :func:`warn_nonfinite` line.
+
+    Examples:
+        >>> import contextlib, io
+        >>> tally = NonfiniteTally()
+        >>> tally.add(torch.tensor([True, True]), torch.tensor([False, True]), {"gradient": ["b"]})
+        >>> stream = io.StringIO()
+        >>> with contextlib.redirect_stderr(stream):
+        ...     tally.warn("iteration 1")
+        >>> stream.getvalue()
+        'warning: iteration 1: 2 of 2 agent steps had non-finite values (1 skipped): gradient (b)\\n'
+    """
+
+    agent_steps: int = 0
+    affected: int = 0
+    skipped: int = 0
+    terms: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(
+        self, affected: torch.Tensor, skipped: torch.Tensor, terms: dict[str, list[str]]
+    ) -> None:
+        """Count one step: ``affected`` and ``skipped`` bool masks over every agent."""
+        self.agent_steps += affected.numel()
+        self.affected += int(affected.sum())
+        self.skipped += int(skipped.sum())
+        for term, agents in terms.items():
+            self.terms.setdefault(term, set()).update(agents)
+
+    def warn(self, where: str) -> None:
+        """The warning line, when some step had non-finite values."""
+        if self.affected:
+            terms = {term: sorted(agents) for term, agents in self.terms.items()}
+            warn_nonfinite(where, self.affected, self.skipped, self.agent_steps, terms)
 
 
 def _describe(terms: dict[str, list[str]]) -> str:

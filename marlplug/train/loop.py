@@ -16,7 +16,9 @@ frames of the whole run), ``episode_return`` (the mean team return of the episod
 the iteration; NaN or absent: none ended) and ``collect_s`` (seconds spent collecting; absent: the
 iteration's time outside the rounds). From the program's ``stats``: 0-d tensors are logged by name,
 ``[M]`` tensors per agent as ``agent/name`` (means over the iteration's rounds), and
-:data:`NONFINITE_STAT` is counted.
+:data:`NONFINITE_STAT` is counted: an iteration with non-finite values ends with one ``warning:``
+line (naming the terms a program reports as ``nonfinite/<term>``), and ``train.max_nonfinite_steps``
+rounds in a row stop the run (:class:`~marlplug.runs.nonfinite.NonfiniteLossError`).
 """
 
 from __future__ import annotations
@@ -30,15 +32,26 @@ import torch
 
 from marlplug.algorithms.protocol import LearnerProgram, RolloutSource
 from marlplug.distributed.rounds import RoundLog
-from marlplug.errors import UserError
 from marlplug.runs.iteration_report import IterationLog
-from marlplug.runs.nonfinite import NonfiniteMonitor, check_finite_states
+from marlplug.runs.nonfinite import (
+    NonfiniteMonitor,
+    NonfiniteTally,
+    agent_flags,
+    check_finite_states,
+    named_terms,
+    with_gradient,
+)
 from marlplug.train.executors import Executor
 
 #: A per-agent statistic (``[len(agents)]`` bool) a program may report: the agents whose update met
 #: non-finite values (and kept their rows). Counted, warned about and limited by
 #: ``train.max_nonfinite_steps``.
 NONFINITE_STAT = "nonfinite"
+#: Per-agent flags a program may add for the warning: ``nonfinite/<term>`` marks the agents for which
+#: ``<term>`` (a loss term) was not finite; a skipped agent no term names is reported as ``gradient``.
+NONFINITE_TERM_PREFIX = "nonfinite/"
+#: A per-agent flag: false where the agent kept its rows (a skipped step, counted as such).
+STEPPED_STAT = "stepped"
 
 
 @runtime_checkable
@@ -102,6 +115,7 @@ class Training:
         sums: dict[str, float] = {}
         rounds = 0
         where = f"iteration {self.iterations + 1}"
+        tally = NonfiniteTally()
         for batch in self.source.batches(self.theta, self.iterations):
             round_start = time.perf_counter()
             result = self.executor.update(self.theta, self.opt_state, batch, self.rounds)
@@ -115,11 +129,12 @@ class Training:
             self.theta, self.opt_state = theta, opt_state
             self.rounds += 1
             rounds += 1
-            self._record_stats(result.stats, sums, where)
+            self._record_stats(result.stats, sums, tally, f"{where}, round {rounds}")
             self.source.sync(self.theta)
             if result.log is not None:
                 round_logs.append(result.log)
             update_s += time.perf_counter() - round_start
+        tally.warn(where)
         stats = self.source.iteration_stats()
         self.env_steps = int(stats.get("env_steps", self.env_steps))
         collect_s = float(stats.get("collect_s", time.perf_counter() - start - update_s))
@@ -138,14 +153,30 @@ class Training:
         return log
 
     def _record_stats(
-        self, stats: Mapping[str, torch.Tensor], sums: dict[str, float], where: str
+        self,
+        stats: Mapping[str, torch.Tensor],
+        sums: dict[str, float],
+        tally: NonfiniteTally,
+        where: str,
     ) -> None:
         """Add a round's joint scalars (``name``) and per-agent values (``agent/name``, every
         agent's, in row order) to ``sums``; count its non-finite agent updates."""
+        if NONFINITE_STAT in stats:
+            affected = agent_flags(stats[NONFINITE_STAT])
+            stepped = stats.get(STEPPED_STAT)
+            skipped = affected if stepped is None else affected & ~agent_flags(stepped)
+            masks = {
+                name.removeprefix(NONFINITE_TERM_PREFIX): value
+                for name, value in stats.items()
+                if name.startswith(NONFINITE_TERM_PREFIX)
+            }
+            terms = with_gradient(named_terms(masks, self.agent_names), skipped, self.agent_names)
+            tally.add(affected, skipped, terms)
+            self.nonfinite.record(affected, terms, where=where)
         for name, value in stats.items():
-            if name == NONFINITE_STAT:
-                self.nonfinite.record(value.bool(), {}, where=where)
-            elif value.dim() == 0:
+            if name == NONFINITE_STAT or name.startswith(NONFINITE_TERM_PREFIX):
+                continue
+            if value.dim() == 0:
                 sums[name] = sums.get(name, 0.0) + float(value)
             elif value.shape == (len(self.agent_names),):
                 for agent, item in zip(self.agent_names, value.tolist(), strict=True):
@@ -166,13 +197,22 @@ class Training:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue from :meth:`state_dict`'s output (the executor skips the rounds already run)."""
-        for key, current in (("theta", self.theta), ("opt_state", self.opt_state)):
-            if state[key].shape != current.shape:
-                raise UserError(
-                    f"--resume: the checkpoint holds agent states of shape "
-                    f"{tuple(state[key].shape)}, this config builds {tuple(current.shape)}; was "
-                    f"the env or algorithm changed?"
+        """Continue from :meth:`state_dict`'s output (the executor skips the rounds already run).
+
+        Raises:
+            ValueError: the stored rows have another shape than this program's (other network
+                sizes or agents); :func:`~marlplug.runs.checkpoint.restore_state` makes it one line.
+        """
+        for key, current, what in (
+            ("theta", self.theta, "parameters"),
+            ("opt_state", self.opt_state, "optimizer state"),
+        ):
+            stored = state[key]
+            if stored.shape != current.shape:
+                raise ValueError(
+                    f"size mismatch for the agents' {what}: {tuple(stored.shape)} (agents, values "
+                    f"per agent) in the checkpoint, {tuple(current.shape)} for this config's "
+                    f"networks"
                 )
         self.theta, self.opt_state = state["theta"].clone(), state["opt_state"].clone()
         counters = state["counters"]

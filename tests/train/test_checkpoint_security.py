@@ -132,8 +132,13 @@ def test_the_refusal_names_what_the_file_would_have_run(tmp_path: Path) -> None:
             {"trainer": {"loss": {}}},
             "is not a marlplug checkpoint (no 'marlplug-checkpoint/1' mark",
         ),
-        ({FORMAT_KEY: FORMAT, "rng": {}}, "holds no 'trainer' entry"),
-        ({FORMAT_KEY: FORMAT, "trainer": 5, "rng": {}}, "does not fit this config"),
+        ({FORMAT_KEY: FORMAT, "rng": {}}, "no 'training' entry"),
+        # A joint-trainer checkpoint of marlplug 0.1: its rows have another layout.
+        (
+            {FORMAT_KEY: FORMAT, "trainer": {"update_index": 1}, "model": {}, "rng": {}},
+            "was written by an earlier marlplug (no 'training' entry) and cannot be resumed",
+        ),
+        ({FORMAT_KEY: FORMAT, "training": 5, "rng": {}}, "does not fit this config"),
         (
             {FORMAT_KEY: FORMAT, "trainer": Path("x"), "rng": {}},
             "refers to 'pathlib.",
@@ -142,7 +147,16 @@ def test_the_refusal_names_what_the_file_would_have_run(tmp_path: Path) -> None:
         # Written by marlplug before checkpoints were plain data (numpy arrays in the RNG state).
         ({"trainer": {}, "rng": {"numpy": np.zeros(3)}}, "is not a marlplug checkpoint: it refers"),
     ],
-    ids=["empty", "no-mark", "no-trainer", "trainer-not-a-dict", "foreign-object", "list", "old"],
+    ids=[
+        "empty",
+        "no-mark",
+        "no-training",
+        "joint-trainer",
+        "training-not-a-dict",
+        "foreign-object",
+        "list",
+        "old",
+    ],
 )
 def test_foreign_checkpoints_are_one_line(
     ppo_run: Path, tmp_path: Path, run_cli: Any, content: object, expected: str
@@ -183,7 +197,28 @@ def test_resuming_with_other_network_sizes_names_the_first_mismatch(
     )
     assert result.exit_code == 2
     line = _one_line(result.err)
-    assert "does not fit this config (size mismatch for " in line, line
+    assert "does not fit this config (size mismatch for the agents' parameters: " in line, line
+    assert "(agents, values per agent) in the checkpoint" in line, line
+
+
+def test_rendering_with_other_network_sizes_names_the_changed_field(
+    ppo_run: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    result = run_cli(
+        "render",
+        str(ppo_run / "config.yaml"),
+        "--checkpoint",
+        str(ppo_run / CHECKPOINT_NAME),
+        "--set",
+        "algorithm.hidden_size=32",
+        "--out",
+        str(tmp_path / "e.gif"),
+    )
+    assert result.exit_code == 2
+    line = _one_line(result.err)
+    assert line.startswith("error: --checkpoint: ") and "does not fit this config" in line, line
+    assert "changed since it was written: algorithm.hidden_size: 16 -> 32" in line, line
+    assert not (tmp_path / "e.gif").exists()
 
 
 def test_maddpg_resume_with_another_agent_count_is_one_line(tmp_path: Path, run_cli: Any) -> None:

@@ -1,12 +1,14 @@
-"""TensorBoard metrics, continuous-action training, and the checkpoint's policy entry."""
+"""TensorBoard metrics, continuous-action training, and the policy a checkpoint's rows act with."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 import torch
 
+from marlplug.algorithms.ppo import PPO
 from marlplug.config import load_config
 from marlplug.envs import make_env
 from marlplug.errors import UserError
@@ -51,19 +53,24 @@ def test_continuous_actions_train(tmp_path: Path) -> None:
         ]
     )
     result = run_training(config)
-    assert result.last_stats is not None and result.last_stats.skipped_nonfinite == 0
-    assert all(torch.isfinite(torch.tensor(v)).all() for v in result.last_stats.per_agent.values())
-    trained = load_checkpoint(result.checkpoint)["model"]
+    assert result.nonfinite is None  # no agent step met a non-finite value
+    stats = result.iterations[-1].stats
+    assert stats and all(math.isfinite(value) for value in stats.values()), stats
+    theta = load_checkpoint(result.checkpoint)["training"]["theta"]
     env = make_env("cooperative_navigation", agents=2, seed=0, continuous_actions=True)
-    model = load_policy(result.checkpoint, env, config)
-    for key, value in model.state_dict().items():
-        assert torch.equal(value, trained[key]), key
+    policy = load_policy(result.checkpoint, env, config)
+    # The policy acts with the trained rows: a program bound afresh holds the initial weights
+    # until the checkpoint's rows are loaded into it.
+    program = PPO(**config.algorithm.options.model_dump()).bind(env, config)
+    initial = [p.detach().clone() for p in program.policy.parameters()]
+    program.load(theta)
+    trained = list(policy.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(trained, program.policy.parameters(), strict=True))
     # The weights moved away from their initialization.
-    torch.manual_seed(config.seed)
-    fresh = type(model).from_env(env, hidden_size=16, feature_dim=8)
-    assert any(
-        not torch.equal(a, b)
-        for a, b in zip(fresh.state_dict().values(), trained.values(), strict=True)
+    assert any(not torch.equal(a, b) for a, b in zip(trained, initial, strict=True))
+    actions = policy(env.reset())
+    assert all(
+        bool(torch.isfinite(actions.get((group, "action"))).all()) for group in env.group_map
     )
 
 

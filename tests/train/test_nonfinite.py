@@ -64,7 +64,7 @@ def broken_losses() -> Iterator[None]:
 
 def _config(tmp_path: Path, loss: dict[str, Any]) -> Path:
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"losses": [{"name": "clip_ppo"}, loss]}))
+    path.write_text(yaml.safe_dump({"losses": [loss]}))
     return path
 
 
@@ -86,17 +86,19 @@ def test_a_nan_aux_loss_stops_the_run_with_one_line(
     )
     assert result.exit_code == 2
     lines = result.err.strip().splitlines()
-    # One step per update (SMALL_RUN): reported after updates 1 and 2, stopped in update 3.
+    # One round per iteration (SMALL_RUN): reported after iterations 1 and 2, stopped in iteration 3.
     assert lines == [
-        "warning: update 1: 2 of 2 agent steps had non-finite values (0 skipped): "
+        "warning: iteration 1: 2 of 2 agent steps had non-finite values (0 skipped): "
         "loss_nan_aux (agent_0, agent_1)",
-        "warning: update 2: 2 of 2 agent steps had non-finite values (0 skipped): "
+        "warning: iteration 2: 2 of 2 agent steps had non-finite values (0 skipped): "
         "loss_nan_aux (agent_0, agent_1)",
         "error: train.max_nonfinite_steps: agents agent_0, agent_1 had non-finite values 3 steps "
-        "in a row (update 3, step 1): loss_nan_aux (agent_0, agent_1); the run stopped (fix the "
+        "in a row (iteration 3, round 1): loss_nan_aux (agent_0, agent_1); the run stopped (fix the "
         "loss, lower train.lr, or raise train.max_nonfinite_steps)",
     ], result.err
-    assert load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)["trainer"]["update_index"] == 2
+    assert (
+        load_checkpoint(tmp_path / "r" / CHECKPOINT_NAME)["training"]["counters"]["iterations"] == 2
+    )
 
 
 def test_skipped_steps_are_reported_in_the_summary_when_the_run_goes_on(
@@ -112,7 +114,7 @@ def test_skipped_steps_are_reported_in_the_summary_when_the_run_goes_on(
     )
     assert result.exit_code == 0, result.err
     assert result.err.strip().splitlines() == [
-        f"warning: update {n}: 2 of 2 agent steps had non-finite values (0 skipped): "
+        f"warning: iteration {n}: 2 of 2 agent steps had non-finite values (0 skipped): "
         f"loss_nan_aux (agent_0, agent_1)"
         for n in (2, 4)
     ]
@@ -134,7 +136,7 @@ def test_a_finite_loss_with_an_infinite_gradient_is_named_as_such(
     )
     assert result.exit_code == 0, result.err
     assert result.err.strip().splitlines()[0] == (
-        "warning: update 1: 2 of 2 agent steps had non-finite values (2 skipped): "
+        "warning: iteration 1: 2 of 2 agent steps had non-finite values (2 skipped): "
         "gradient (agent_0, agent_1)"
     )
     summary = "warning: 6 of 6 agent steps had non-finite values: gradient (agent_0, agent_1)"
@@ -148,7 +150,9 @@ def test_max_nonfinite_steps_is_validated() -> None:
         load_config(overrides=["train.max_nonfinite_steps=0"])
 
 
-def test_maddpg_stops_when_an_update_makes_a_state_non_finite(tmp_path: Path, run_cli: Any) -> None:
+def test_maddpg_stops_when_its_updates_meet_non_finite_values(tmp_path: Path, run_cli: Any) -> None:
+    # An update that meets a non-finite gradient keeps the agent's rows (its state stays finite);
+    # train.max_nonfinite_steps such rounds in a row stop the run, as for PPO.
     from marlplug.cli.train import default_config_path
 
     coded = default_config_path().with_name("coded_maddpg.yaml")
@@ -162,6 +166,7 @@ def test_maddpg_stops_when_an_update_makes_a_state_non_finite(tmp_path: Path, ru
         "algorithm.lr=1e30",  # Adam steps of ~1e30 overflow the next forward pass
         "train.updates=10",
         "train.checkpoint_every=1",
+        "train.max_nonfinite_steps=1",
         "coding=null",
         f"logging.dir={tmp_path}",
         "logging.run_name=m",
@@ -170,8 +175,11 @@ def test_maddpg_stops_when_an_update_makes_a_state_non_finite(tmp_path: Path, ru
     assert result.exit_code == 2
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err
-    assert lines[0].startswith("error: iteration ")
-    assert "the update made the state of agents agent_0, agent_1 non-finite" in lines[0]
+    assert lines[0].startswith(
+        "error: train.max_nonfinite_steps: agents agent_0, agent_1 had non-finite values 1 step "
+        "in a row (iteration "
+    ), result.err
+    assert "): gradient (agent_0, agent_1); the run stopped" in lines[0], result.err
     # The last checkpoint holds finite states.
     state = load_checkpoint(tmp_path / "m" / CHECKPOINT_NAME)["training"]["theta"]
     assert bool(torch.isfinite(state).all())
