@@ -321,7 +321,6 @@ class _Run:
                     training.iterations,
                     self.checkpoint,
                     folder,
-                    unit="iteration",
                 )
         return self._finish(result, start_steps, time.perf_counter() - start)
 
@@ -366,7 +365,6 @@ class _Run:
             result.learning_curve,
             title=title,
             num_agents=training.program.num_agents,
-            unit="iteration",
         )
         if result.timeline is not None and config.coding is not None and self.round_logs:
             plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)
