@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+
 import click
 
 DEFAULT_CONFIG = "default.yaml"
