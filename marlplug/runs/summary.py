@@ -1,5 +1,6 @@
 """How a run went: the totals every run result carries, the learning curve and the end-of-run
-summary that ``marlplug train`` prints (the same for joint PPO and MADDPG, coded or not)."""
+summary that ``marlplug train`` prints (the same for every algorithm, coded or not; one point is one
+update, as ``train.updates`` counts them)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ SMOOTHING_WINDOW = 5
 class RunTotals:
     """What every run result reports beyond its files.
 
-    Mixed into the run results of the PPO trainer and of the MADDPG runner (dataclasses that
-    declare these fields).
+    Mixed into the orchestrator's run result (:class:`marlplug.train.orchestrator.TrainResult`, a
+    dataclass that declares these fields).
 
     Attributes:
-        history: the return of every update (iteration) in which an episode finished, over the
+        history: the return of every update in which an episode finished, over the
             whole run (a resumed run's earlier ones included).
         frames: environment frames taken in this call (a resumed run: since the resume).
         seconds: wall time of this call's training loop.
         total_frames: environment frames of the whole run, across resumes.
-        completed: updates (iterations) done in the whole run.
+        completed: updates done in the whole run.
         notes: what the user should know about the run, e.g. that learning has not started yet.
     """
 
