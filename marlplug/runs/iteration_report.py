@@ -77,51 +77,17 @@ def iteration_returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
     )
 
 
-#: The prefix of the loss terms L_total sums (:func:`marlplug.losses.joint_ppo.sum_losses`).
-LOSS_PREFIX = "loss_"
-#: The metric of an iteration's L_total: the sum of its ``loss_*`` scalars.
-TOTAL_LOSS = "total_loss"
-#: A program names a per-agent diagnostic ``<name>_per_agent`` where a joint scalar has the name;
-#: under the agent's prefix (``agent_0/entropy``) the suffix says nothing.
-PER_AGENT_SUFFIX = "_per_agent"
-
-
-def metric_values(stats: dict[str, float]) -> dict[str, float]:
-    """An iteration's program statistics under their metric names.
-
-    Joint scalars keep their names, and ``total_loss`` is added: the sum of the ``loss_*`` scalars
-    (L_total, averaged over the iteration's rounds like every statistic), when there are any.
-    Per-agent values are ``<agent>/<name>``, with a ``_per_agent`` suffix dropped.
-
-    Examples:
-        >>> metric_values({"loss_critic": 2.0, "loss_objective": 0.5, "entropy": 1.5,
-        ...                "agent_0/entropy_per_agent": 1.25, "agent_0/grad_norm": 3.0})
-        ... # doctest: +NORMALIZE_WHITESPACE
-        {'loss_critic': 2.0, 'loss_objective': 0.5, 'entropy': 1.5, 'agent_0/entropy': 1.25,
-         'agent_0/grad_norm': 3.0, 'total_loss': 2.5}
-    """
-    out: dict[str, float] = {}
-    for name, value in stats.items():
-        agent, slash, stat = name.rpartition("/")
-        if slash and agent and "/" not in agent:
-            name = f"{agent}/{stat.removesuffix(PER_AGENT_SUFFIX)}"
-        out[name] = value
-    terms = [value for name, value in stats.items() if name.startswith(LOSS_PREFIX)]
-    if terms and TOTAL_LOSS not in out:
-        out[TOTAL_LOSS] = math.fsum(terms)
-    return out
-
-
 def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
     """Log the iteration at step ``iteration + 1``: frames, timings, both returns, the program's
-    statistics (:func:`metric_values`) and, for a coded round, its record."""
+    statistics under their names (``total_loss``, ``agent_0/entropy``, ...) and, for a coded round,
+    its record."""
     step = log.iteration + 1
     logger.log_scalar("env_steps", float(log.env_steps), step=step)
     logger.log_scalar("collect_s", log.collect_s, step=step)
     logger.log_scalar("update_s", log.update_s, step=step)
     for name, value in (returns.as_metrics() if returns is not None else {}).items():
         logger.log_scalar(name, value, step=step)
-    for name, value in metric_values(log.stats).items():
+    for name, value in log.stats.items():
         logger.log_scalar(name, value, step=step)
     if log.round is not None:
         round_log = log.round
