@@ -83,8 +83,9 @@ def train_marlplug_default(frames: int, seed: int, *, agents: int, threads: int)
         overrides += [f"train.rollout_steps={rollout_steps}", f"train.updates={updates}"]
         config = load_config(default, overrides)
         result = run_training(config)
-        model = load_policy(result.checkpoint, evaluation_env(config), config)
-    return Trained(policy=model.policy, frames=result.frames, wall_s=result.seconds)
+        # The acting policy: the algorithm bound to the env, the checkpoint's theta rows loaded.
+        policy = load_policy(result.checkpoint, evaluation_env(config), config)
+    return Trained(policy=policy, frames=result.frames, wall_s=result.seconds)
 
 
 def train_side(side: str, frames: int, seed: int, *, agents: int, threads: int) -> Trained:

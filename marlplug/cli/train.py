@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_CONFIG = "default.yaml"
 
@@ -90,7 +86,6 @@ def _train(
         run_dir=result.run_dir,
         metrics=f"{result.metrics_dir} ({config.logging.backend})",
         outputs=outputs,
-        unit="updates",
     )
     if result.nonfinite is not None:
         lines.insert(1, f"warning: {result.nonfinite}")

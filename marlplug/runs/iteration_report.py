@@ -78,6 +78,9 @@ def iteration_returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
 
 
 def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
+    """Log the iteration at step ``iteration + 1``: frames, timings, both returns, the program's
+    statistics under their names (``total_loss``, ``agent_0/entropy``, ...) and, for a coded round,
+    its record."""
     step = log.iteration + 1
     logger.log_scalar("env_steps", float(log.env_steps), step=step)
     logger.log_scalar("collect_s", log.collect_s, step=step)

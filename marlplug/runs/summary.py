@@ -1,5 +1,6 @@
 """How a run went: the totals every run result carries, the learning curve and the end-of-run
-summary that ``marlplug train`` prints (the same for joint PPO and MADDPG, coded or not)."""
+summary that ``marlplug train`` prints (the same for every algorithm, coded or not; one point is one
+update, as ``train.updates`` counts them)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ SMOOTHING_WINDOW = 5
 class RunTotals:
     """What every run result reports beyond its files.
 
-    Mixed into the run results of the PPO trainer and of the MADDPG runner (dataclasses that
-    declare these fields).
+    Mixed into the orchestrator's run result (:class:`marlplug.train.orchestrator.TrainResult`, a
+    dataclass that declares these fields).
 
     Attributes:
-        history: the return of every update (iteration) in which an episode finished, over the
+        history: the return of every update in which an episode finished, over the
             whole run (a resumed run's earlier ones included).
         frames: environment frames taken in this call (a resumed run: since the resume).
         seconds: wall time of this call's training loop.
         total_frames: environment frames of the whole run, across resumes.
-        completed: updates (iterations) done in the whole run.
+        completed: updates done in the whole run.
         notes: what the user should know about the run, e.g. that learning has not started yet.
     """
 
@@ -53,13 +54,12 @@ def plot_learning_curve(
     *,
     title: str,
     num_agents: int,
-    unit: str = "update",
 ) -> Path:
     """Save the return against environment frames as a PNG, with a trailing mean over updates.
 
     The left axis is the return per agent, the right one the team's return (summed over the
-    ``num_agents`` agents): one curve, read on either scale. ``unit`` names one point (``update``,
-    ``iteration``).
+    ``num_agents`` agents): one curve, read on either scale. One point is one update
+    (``train.updates`` counts them), whatever the algorithm calls it.
     """
     import numpy as np
 
@@ -67,7 +67,7 @@ def plot_learning_curve(
         if history:
             frames = [point.frames for point in history]
             returns = [point.per_agent for point in history]
-            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label=f"per {unit}")
+            axes.plot(frames, returns, marker="o", markersize=3, alpha=0.5, label="per update")
             if len(returns) >= 2 * SMOOTHING_WINDOW:
                 window = np.ones(SMOOTHING_WINDOW) / SMOOTHING_WINDOW
                 smoothed = np.convolve(returns, window, mode="valid")
@@ -89,22 +89,22 @@ def plot_learning_curve(
     return path
 
 
-def _return_line(values: Sequence[float], unit: str) -> str:
+def _return_line(values: Sequence[float]) -> str:
     """``first -> last``, plus the mean of the first vs the last few when there are enough."""
     text = f"{values[0]:.3f} -> {values[-1]:.3f}"
     window = min(SMOOTHING_WINDOW, len(values) // 2)
     if window > 0:
         start, end = sum(values[:window]) / window, sum(values[-window:]) / window
-        text += f" (first {window} vs last {window} {unit}: {start:.3f} -> {end:.3f}, {end - start:+.3f})"
+        text += f" (first {window} vs last {window} updates: {start:.3f} -> {end:.3f}, {end - start:+.3f})"
     return text
 
 
-def _frames_line(totals: RunTotals, unit: str) -> str:
+def _frames_line(totals: RunTotals) -> str:
     if totals.frames == totals.total_frames:
         return f"{totals.total_frames} ({totals.fps:.0f} frames/s)"
     if totals.frames == 0:
         return (
-            f"{totals.total_frames} (none in this session: all {totals.completed} {unit} were "
+            f"{totals.total_frames} (none in this session: all {totals.completed} updates were "
             f"already done; --set train.updates=N to go on)"
         )
     return f"{totals.total_frames} ({totals.frames} in this session, {totals.fps:.0f} frames/s)"
@@ -116,7 +116,6 @@ def summary_lines(
     run_dir: Path,
     metrics: str,
     outputs: Sequence[tuple[str, Path]],
-    unit: str = "updates",
 ) -> list[str]:
     """The end-of-run summary every ``marlplug train`` run prints: how the return moved (per agent
     and for the team), the frames, where everything went, what to know, and how to resume.
@@ -126,7 +125,9 @@ def summary_lines(
         run_dir: the run folder.
         metrics: where the metrics went, e.g. ``"runs/x/metrics (csv)"``.
         outputs: further ``(label, path)`` lines (checkpoint, learning curve, ...), in order.
-        unit: what one step of ``history`` is called (``updates``, ``iterations``).
+
+    One step of ``history`` is an update, for every algorithm (``train.updates`` counts them; an
+    algorithm's iteration is one update).
 
     Examples:
         >>> from dataclasses import dataclass, field
@@ -150,10 +151,10 @@ def summary_lines(
     labelled: list[tuple[str, object]] = [
         (
             "return per agent",
-            _return_line([p.per_agent for p in history], unit) if history else "-",
+            _return_line([p.per_agent for p in history]) if history else "-",
         ),
-        ("return, team", _return_line([p.team for p in history], unit) if history else "-"),
-        ("frames", _frames_line(totals, unit)),
+        ("return, team", _return_line([p.team for p in history]) if history else "-"),
+        ("frames", _frames_line(totals)),
         ("run folder", run_dir),
         ("metrics", metrics),
         *outputs,

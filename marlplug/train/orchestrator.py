@@ -149,13 +149,39 @@ def run(
         >>> config = load_config(data={"algorithm": {"name": "maddpg"}})  # doctest: +SKIP
         >>> result = run(config, iterations=2)  # doctest: +SKIP
     """
-    from marlplug.envs import make_env
 
     algorithm = learner_algorithm(config)
     # An algorithm that manages its own threads says so in its Options (MADDPG: one per update).
     ignored: frozenset[str] = getattr(config.algorithm.options, "ignored_train_fields", frozenset())
-    if config.train.torch_threads is not None and "torch_threads" not in ignored:
-        torch.set_num_threads(config.train.torch_threads)
+    threads = torch.get_num_threads()
+    try:
+        if config.train.torch_threads is not None and "torch_threads" not in ignored:
+            torch.set_num_threads(config.train.torch_threads)
+        return _run(
+            config,
+            algorithm,
+            total_iterations=iterations,
+            run_dir=run_dir,
+            resume_dir=resume_dir,
+            progress=progress,
+        )
+    finally:
+        # The thread count is process-wide: a library call leaves it as it found it.
+        torch.set_num_threads(threads)
+
+
+def _run(
+    config: MarlplugConfig,
+    algorithm: LearnerAlgorithm,
+    *,
+    total_iterations: int | None,
+    run_dir: str | Path | None,
+    resume_dir: Path | None,
+    progress: bool | None,
+) -> TrainResult:
+    """:func:`run` with the thread count set."""
+    from marlplug.envs import make_env
+
     env = make_env(
         config.env.name,
         backend=config.env.backend,
@@ -164,7 +190,7 @@ def run(
         **config.env.options.model_dump(),
     )
     agent_names = [agent.name for agent in MultiAgentEnvAdapter(env).agents]
-    total = iterations if iterations is not None else config.train.updates
+    total = total_iterations if total_iterations is not None else config.train.updates
     with ExitStack() as stack:
         stack.callback(lambda: env.is_closed or env.close())  # the source may have closed it
         program = algorithm.bind(env, config)
@@ -321,7 +347,6 @@ class _Run:
                     training.iterations,
                     self.checkpoint,
                     folder,
-                    unit="iteration",
                 )
         return self._finish(result, start_steps, time.perf_counter() - start)
 
@@ -366,7 +391,6 @@ class _Run:
             result.learning_curve,
             title=title,
             num_agents=training.program.num_agents,
-            unit="iteration",
         )
         if result.timeline is not None and config.coding is not None and self.round_logs:
             plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)

@@ -139,13 +139,21 @@ def test_rollouts_are_a_function_of_theta_and_the_iteration() -> None:
     try:
         theta, _ = program.init_state(config.seed)
         first = [batch.clone() for batch in source.batches(theta, 3)]
-        source.sync(theta * 0.5)  # other weights act in between
-        list(source.batches(theta * 0.5, 4))
+        assert torch.equal(program.rows()[0], theta)
+        # sync is lazy: it keeps the rows (no copy per round); the networks load them when the
+        # next rollout starts.
+        source.sync(theta * 0.5)
+        assert torch.equal(program.rows()[0], theta)
+        other = source.batches(theta * 0.5, 4)  # other weights act in between
+        next(other)
+        assert torch.equal(program.rows()[0], theta * 0.5)
+        list(other)
         again = [batch.clone() for batch in source.batches(theta, 3)]
+        assert torch.equal(program.rows()[0], theta)
         assert len(first) == 2  # n_epochs minibatches of the first 5 shuffled rows
         for one, two in zip(first, again, strict=True):
             # The collector numbers trajectories over its lifetime; nothing learns from that.
             assert (one.exclude("collector") == two.exclude("collector")).all()
-        assert source.iteration_stats()["frames"] == 30
+        assert source.iteration_stats()["env_steps"] == 30
     finally:
         source.close()

@@ -39,7 +39,7 @@ def test_centralized_maddpg_through_the_cli(run_cli: Callable[..., Any], tmp_pat
     assert result.exit_code == 0, result.err
     lines = result.out.strip().splitlines()
     assert lines[0].startswith("return per agent: ") and lines[1].startswith("return, team: ")
-    assert "first 1 vs last 1 iterations" in lines[1]
+    assert "first 1 vs last 1 updates" in lines[1]  # train.updates counts them
     assert lines[2].startswith("frames:") and " 75 (" in lines[2]
     assert any(line.startswith("rounds log:") for line in lines)
     assert not any(line.startswith("timeline:") for line in lines)

@@ -1,6 +1,6 @@
 """A run resumed from an earlier checkpoint than its last logged step (a crash after the checkpoint)
 logs every step of TorchRL's CSV metrics once: rows written after the checkpoint are dropped before
-the resumed run logs those steps again. Both runners: joint PPO and MADDPG."""
+the resumed run logs those steps again. Both algorithms: joint PPO and MADDPG."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ MADDPG_SMALL = [
     "train.checkpoint_every=2",
     "train.updates=4",
 ]
-#: MADDPG metrics that are wall-clock times: they differ between any two runs.
+#: Metrics that are wall-clock times: they differ between any two runs.
 TIMINGS = {"collect_s.csv", "update_s.csv"}
 
 
@@ -42,6 +42,18 @@ def scalar_rows(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
         str(path.relative_to(scalars)): read_scalar_csv(path)
         for path in sorted(scalars.rglob("*.csv"))
     }
+
+
+def assert_logged_as_never_stopped(run_dir: Path, straight_dir: Path) -> None:
+    """Resume is bit-identical: every metrics file equals that of the run never stopped, row for row
+    (the timings, step for step)."""
+    logged, straight = scalar_rows(run_dir), scalar_rows(straight_dir)
+    assert logged.keys() == straight.keys()
+    for name, rows in logged.items():
+        if name in TIMINGS:
+            assert [step for step, _ in rows] == [step for step, _ in straight[name]], name
+        else:
+            assert rows == straight[name], name
 
 
 def crash_after_checkpoint_and_resume(
@@ -73,8 +85,7 @@ def test_resumed_ppo_logs_every_update_once(tmp_path: Path) -> None:
     logged = scalar_rows(run_dir)
     assert "agent_0/grad_norm.csv" in logged and "return_per_agent.csv" in logged
     assert [step for step, _ in logged["total_loss.csv"]] == [1, 2, 3, 4]
-    # Resume is bit-identical, so every file equals that of the run never stopped, row for row.
-    assert logged == scalar_rows(tmp_path / "straight")
+    assert_logged_as_never_stopped(run_dir, tmp_path / "straight")
 
 
 def test_resumed_maddpg_logs_every_iteration_once(tmp_path: Path) -> None:
@@ -90,12 +101,7 @@ def test_resumed_maddpg_logs_every_iteration_once(tmp_path: Path) -> None:
         )
 
     crash_after_checkpoint_and_resume(run, run_dir)
-    logged, straight = scalar_rows(run_dir), scalar_rows(tmp_path / "straight")
+    logged = scalar_rows(run_dir)
     assert [step for step, _ in logged["env_steps.csv"]] == [1, 2, 3, 4]
     assert [step for step, _ in logged["return_team.csv"]] == [3]
-    assert logged.keys() == straight.keys()
-    for name, rows in logged.items():
-        if name in TIMINGS:
-            assert [step for step, _ in rows] == [step for step, _ in straight[name]], name
-        else:
-            assert rows == straight[name], name
+    assert_logged_as_never_stopped(run_dir, tmp_path / "straight")

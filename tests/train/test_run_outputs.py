@@ -69,10 +69,11 @@ def test_every_metrics_csv_has_a_header_row(tmp_path: Path) -> None:
 def test_ppo_reports_the_return_per_agent_and_for_the_team(tmp_path: Path, coded: bool) -> None:
     overrides = [*SMALL_RUN, "env.agents=3", f"logging.dir={tmp_path}", "train.updates=2"]
     result = run_training(load_config(overrides=[*overrides, *(SIMULATED_CODING if coded else [])]))
-    assert result.last_stats is not None and result.last_stats.mean_return is not None
-    # The trainer's mean over agents is the return per agent; the team's is three times it.
-    assert result.history[-1].per_agent == result.last_stats.mean_return
-    assert result.history[-1].team == pytest.approx(3 * result.last_stats.mean_return)
+    team = result.iterations[-1].episode_return
+    assert team == team  # an episode ended in the last update
+    # The team's return sums over the agents; the return per agent is a third of it.
+    assert result.history[-1].team == team
+    assert result.history[-1].per_agent == pytest.approx(team / 3)
     _assert_team_is_the_sum_over_agents(result.run_dir, 3)
     stored = load_checkpoint(result.checkpoint)["history"]
     assert history_from_checkpoint(stored, num_agents=3, legacy_is_team=False) == result.history
@@ -113,7 +114,8 @@ def test_resume_saves_its_overrides_and_counts_frames_across_sessions(
     options = [*SMALL_RUN, f"logging.dir={tmp_path}", "logging.run_name=cli", "train.updates=2"]
     first = run_cli("train", *[f"--set={option}" for option in options])
     assert first.exit_code == 0, first.err
-    frames_per_update = load_checkpoint(run_dir / CHECKPOINT_NAME)["trainer"]["frames"] // 2
+    counters = load_checkpoint(run_dir / CHECKPOINT_NAME)["training"]["counters"]
+    frames_per_update = counters["env_steps"] // 2
 
     more = run_cli("train", "--resume", str(run_dir), "--set", "train.updates=3", "--no-progress")
     assert more.exit_code == 0, more.err

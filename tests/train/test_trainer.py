@@ -115,14 +115,15 @@ def test_resume_continues_bit_identically(tmp_path: Path) -> None:
     stopped = run_training(
         load_config(overrides=[*overrides, "logging.run_name=stopped"]), updates=2
     )
-    assert load_checkpoint(stopped.checkpoint)["trainer"]["update_index"] == 2
+    assert load_checkpoint(stopped.checkpoint)["training"]["counters"]["iterations"] == 2
     config = load_config(stopped.run_dir / "config.yaml")
     resumed = run_training(config, resume_dir=stopped.run_dir)
-    a = load_checkpoint(straight.checkpoint)["trainer"]
-    b = load_checkpoint(resumed.checkpoint)["trainer"]
-    assert a["update_index"] == b["update_index"] == 4
-    for key, value in a["loss"].items():
-        assert torch.equal(value, b["loss"][key]), key
+    a = load_checkpoint(straight.checkpoint)["training"]
+    b = load_checkpoint(resumed.checkpoint)["training"]
+    assert a["counters"] == b["counters"] and a["counters"]["iterations"] == 4
+    for key in ("theta", "opt_state"):
+        assert torch.equal(a[key], b[key]), key
+    assert torch.equal(straight.theta, resumed.theta)
     assert straight.history == resumed.history
     assert (
         straight.learning_curve.is_file()
@@ -144,7 +145,8 @@ def test_cli_train_end_to_end(tmp_path: Path, run_cli) -> None:  # type: ignore[
         "train", "--resume", str(tmp_path / "cli"), "--set", "train.updates=3", "--no-progress"
     )
     assert result.exit_code == 0, result.err
-    assert load_checkpoint(tmp_path / "cli" / CHECKPOINT_NAME)["trainer"]["update_index"] == 3
+    counters = load_checkpoint(tmp_path / "cli" / CHECKPOINT_NAME)["training"]["counters"]
+    assert counters["iterations"] == 3
 
 
 def test_cli_user_errors(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
