@@ -34,7 +34,10 @@ from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import (
     AGENTS_KEY,
     CHECKPOINT_NAME,
+    CONFIG_KEY,
+    TRAINING_KEY,
     check_agents,
+    config_changes,
     load_checkpoint,
     restore_rng_states,
     restore_state,
@@ -66,11 +69,8 @@ ROUNDS_NAME = "rounds.csv"
 TIMELINE_NAME = "timeline.png"
 LEARNING_CURVE_NAME = "learning_curve.png"
 #: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
-TRAINING_KEY = "training"
 HISTORY_KEY = "history"
 ROUND_LOGS_KEY = "round_logs"
-#: The resolved config the checkpoint was written with (plain data; ``config.yaml`` is what resumes).
-CONFIG_KEY = "config"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
@@ -280,7 +280,8 @@ class _Run:
             self.round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
             restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
 
-        restore_state(restore, self.checkpoint, "--resume")
+        changes = config_changes(loaded.get(CONFIG_KEY), self.config)
+        restore_state(restore, self.checkpoint, "--resume", changes=changes)
 
     def save(self) -> None:
         save_checkpoint(
