@@ -36,7 +36,6 @@ class MaddpgOptions(Options):
     ignored_train_fields: ClassVar[frozenset[str]] = frozenset(
         {
             "rollout_steps",
-            "num_envs",
             "gamma",
             "gae_lambda",
             "n_epochs",
