@@ -3,14 +3,17 @@
 The state rows and the minibatch live in shared memory, written once per round into one of two slots guarded by a
 round stamp (a seqlock: a worker that finds the stamp changed while copying drops the stale task).
 Tasks and results travel over one pipe pair per worker, so a killed worker shows up as a closed pipe
-and cannot leave a lock held for the others.
+and cannot leave a lock held for the others. One reader thread per worker receives its results into
+a queue: a worker frozen halfway through sending an answer (larger than the pipe's buffer) blocks
+only its reader, never the controller's wait for a decodable set.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing.connection as mp_connection
 import os
+import queue
+import threading
 import time
 import traceback
 from collections import deque
@@ -62,6 +65,10 @@ class LocalBackend:
         self._batch_size: list[int] = []
         self._stamps = torch.full((SLOTS,), -1, dtype=torch.int64).share_memory_()
         self._closed = False
+        #: ``(learner, generation, message or None at end of pipe)`` from the reader threads; a
+        #: restarted learner's new pipe has a new generation, so its old reader's end is ignored.
+        self._inbox: queue.Queue[tuple[int, int, Any]] = queue.Queue()
+        self._generation: dict[int, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -82,23 +89,21 @@ class LocalBackend:
         waiting = set(range(self.num_learners))
         while waiting:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            try:
+                learner, generation, message = self._inbox.get(timeout=max(0.0, remaining))
+            except queue.Empty:
                 self.close()
                 raise LearnerStartError(
                     f"local backend: learners {sorted(waiting)} were not ready within "
                     f"{self.start_timeout_s:.0f} s"
-                )
-            for ready in mp_connection.wait([self._result_conns[j] for j in waiting], remaining):
-                learner = next(j for j in waiting if self._result_conns[j] is ready)
-                try:
-                    message: Any = self._result_conns[learner].recv()
-                except (EOFError, OSError):
-                    self.close()
-                    raise LearnerStartError(
-                        f"local backend: learner {learner} exited while starting"
-                    ) from None
-                if message[0] == "ready":
-                    waiting.discard(learner)
+                ) from None
+            if generation != self._generation.get(learner):
+                continue
+            if message is None:
+                self.close()
+                raise LearnerStartError(f"local backend: learner {learner} exited while starting")
+            if message[0] == "ready":
+                waiting.discard(learner)
 
     def _spawn(self, learner: int) -> None:
         assert self._program is not None and self._state is not None
@@ -126,6 +131,14 @@ class LocalBackend:
         self._processes[learner] = process
         self._task_conns[learner] = task_send
         self._result_conns[learner] = result_recv
+        generation = self._generation.get(learner, -1) + 1
+        self._generation[learner] = generation
+        threading.Thread(
+            target=_read_results,
+            args=(learner, generation, result_recv, self._inbox),
+            name=f"marlplug-learner-{learner}-results",
+            daemon=True,
+        ).start()
 
     def restart(self, learner: int) -> None:
         old = self._processes.get(learner)
@@ -199,13 +212,17 @@ class LocalBackend:
 
     def poll(self, timeout_s: float) -> list[LearnerResult | LearnerFailure]:
         events: list[LearnerResult | LearnerFailure] = []
-        by_conn = {id(conn): j for j, conn in self._result_conns.items()}
-        for ready in mp_connection.wait(list(self._result_conns.values()), max(0.0, timeout_s)):
-            learner = by_conn[id(ready)]
-            conn = self._result_conns[learner]
-            try:
-                message: Any = conn.recv()
-            except (EOFError, OSError):
+        try:
+            received = [self._inbox.get(timeout=max(0.0, timeout_s))]
+        except queue.Empty:
+            return events
+        with contextlib.suppress(queue.Empty):
+            while True:
+                received.append(self._inbox.get_nowait())
+        for learner, generation, message in received:
+            if generation != self._generation.get(learner) or learner not in self._result_conns:
+                continue  # the end of a pipe already replaced or closed
+            if message is None:
                 process = self._processes[learner]
                 process.join(timeout=1)
                 events.append(
@@ -213,8 +230,7 @@ class LocalBackend:
                         learner, None, f"process exited (code {process.exitcode})", died=True
                     )
                 )
-                conn.close()
-                del self._result_conns[learner]
+                self._result_conns.pop(learner).close()
                 continue
             kind = message[0]
             if kind == "result":
@@ -223,6 +239,19 @@ class LocalBackend:
             elif kind == "error":
                 events.append(LearnerFailure(learner, message[2], str(message[4]), died=False))
         return events
+
+
+def _read_results(
+    learner: int, generation: int, conn: Any, inbox: queue.Queue[tuple[int, int, Any]]
+) -> None:
+    """A reader thread: every message of one learner's result pipe into ``inbox``, then ``None``."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError, ValueError, TypeError):
+            inbox.put((learner, generation, None))
+            return
+        inbox.put((learner, generation, message))
 
 
 # ---------------------------------------------------------------------- the worker process
