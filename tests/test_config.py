@@ -217,7 +217,12 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
     """The resolved config (`config show`, a run's config.yaml) reloads without errors or warnings."""
     resolved = resolved_dict(load_config(data={"algorithm": {"name": "maddpg"}}))
     assert "losses" not in resolved
-    assert set(resolved["train"]) == {"updates", "num_envs", "checkpoint_every", "max_nonfinite_steps"}
+    assert set(resolved["train"]) == {
+        "updates",
+        "num_envs",
+        "checkpoint_every",
+        "max_nonfinite_steps",
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert resolved_dict(load_config(data=resolved)) == resolved
