@@ -1,23 +1,49 @@
-"""``marlplug evaluate --policy random|scripted``: mean ± std return over N episodes, per group too.
+"""``marlplug evaluate RUN_DIR|CHECKPOINT`` and ``marlplug evaluate --policy random|scripted``: mean ±
+std return over N episodes, per group too, and the oracle-normalized score where there is one.
 
-What is evaluated is an :class:`EvaluationTarget` (an env, a policy and a description of both);
-the reference policies make one with :func:`reference_target`. Evaluating a trained run
-(``marlplug evaluate RUN_DIR|CHECKPOINT``) will be a second builder of the same target, from the
-run's config and checkpoint.
+What is evaluated is an :class:`EvaluationTarget` (an env, a policy and a description of both):
+:func:`reference_target` makes one for a reference policy, :func:`run_target` for a trained run,
+from the config stored in its checkpoint and the checkpoint's ``theta`` rows
+(:func:`marlplug.runs.checkpoint.load_policy`: PPO, MADDPG and any algorithm that can act).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import click
+from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
+from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import EvaluationResult, make_env, reference_policy
 from marlplug.envs import evaluate as evaluate_policy
+from marlplug.envs.evaluate import (
+    DEFAULT_EVALUATION_SEED,
+    EVALUATION_SALT,
+    ReferenceReturns,
+    evaluation_env,
+    reference_returns,
+)
 from marlplug.envs.policies import REFERENCE_POLICIES, Policy
+from marlplug.errors import UserError
+from marlplug.runs.checkpoint import (
+    CHECKPOINT_NAME,
+    CONFIG_KEY,
+    TRAINING_KEY,
+    load_checkpoint,
+    load_policy,
+)
+from marlplug.runs.run_config import CONFIG_NAME
+from marlplug.seeding import derive_seed
+
+#: How errors about the positional argument name it.
+RUN_ARGUMENT = "RUN_DIR|CHECKPOINT"
 
 
 @dataclass(frozen=True)
@@ -27,14 +53,23 @@ class EvaluationTarget:
     env: EnvBase
     policy: Policy
     policy_name: str
-    """What acts: ``"random"``, ``"scripted"`` (later: a checkpoint's path)."""
+    """What acts: ``"random"``, ``"scripted"`` or a checkpoint's path."""
     scenario: str
     backend: str
+    label: str = ""
+    """How the report's first line names the policy (default: ``"<policy_name> policy"``)."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Further header fields (a run's algorithm, updates, frames)."""
+    config: MarlplugConfig | None = None
+    """A trained run's config (``None`` for a reference policy)."""
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    """The scenario options ``env`` was built with (to build it again, e.g. for ``--gif``)."""
 
     def describe(self) -> dict[str, Any]:
         """The report's header fields (``--json`` keys)."""
         return {
             "policy": self.policy_name,
+            **self.details,
             "env": self.scenario,
             "backend": self.backend,
             "agents": {group: len(names) for group, names in self.env.group_map.items()},
@@ -59,70 +94,247 @@ def reference_target(
         policy_name=policy,
         scenario=scenario,
         backend=backend,
+        env_options=options,
     )
 
 
-def format_report(header: dict[str, Any], result: EvaluationResult) -> str:
-    """The human report: what ran, mean ± std of the team return, and each group's mean."""
+def find_checkpoint(path: Path) -> Path:
+    """The checkpoint of ``path``: a run folder's latest (``RUN_DIR/checkpoint.pt``) or the file.
+
+    Raises:
+        UserError: ``path`` does not exist, is a folder that is no run folder, or a run folder
+            with no checkpoint yet.
+    """
+    if not path.exists():
+        raise UserError(f"{RUN_ARGUMENT}: no such run folder or checkpoint file: {path}")
+    if not path.is_dir():
+        return path
+    checkpoint = path / CHECKPOINT_NAME
+    if checkpoint.is_file():
+        return checkpoint
+    if (path / CONFIG_NAME).is_file():
+        raise UserError(
+            f"{RUN_ARGUMENT}: the run folder {path} has no {CHECKPOINT_NAME} yet (a run writes "
+            f"one every train.checkpoint_every updates and at its end)"
+        )
+    raise UserError(
+        f"{RUN_ARGUMENT}: {path} is not a run folder (no {CONFIG_NAME} or {CHECKPOINT_NAME} in "
+        f"it); give a folder made by marlplug train, or a checkpoint file"
+    )
+
+
+def run_config(checkpoint: Path, state: Mapping[str, Any]) -> MarlplugConfig:
+    """The config ``checkpoint`` was written with (its ``config`` entry; an older checkpoint
+    without one: its run folder's ``config.yaml``)."""
+    saved = state.get(CONFIG_KEY)
+    if isinstance(saved, Mapping):
+        return load_config(data=saved)
+    beside = checkpoint.parent / CONFIG_NAME
+    if beside.is_file():
+        return load_config(beside)
+    raise UserError(
+        f"{RUN_ARGUMENT}: {checkpoint} holds no '{CONFIG_KEY}' entry and has no {CONFIG_NAME} "
+        f"beside it; the networks it holds cannot be rebuilt"
+    )
+
+
+def run_target(
+    path: Path, *, scenario: str | None, backend: str | None, agents: int | None
+) -> EvaluationTarget:
+    """A trained run's policy on its env: ``path`` is a run folder (its latest checkpoint) or a
+    checkpoint file; ``scenario``, ``backend`` and ``agents`` change the env (``None``: the run's).
+
+    Evaluating on another backend of the same scenario (train on ``vmas``, evaluate on ``mpe``)
+    works where both give the agents the same observations; a scenario or agent count the networks
+    were not built for is refused in one line.
+
+    Raises:
+        UserError: see :func:`find_checkpoint`; the file is no marlplug checkpoint; its networks do
+            not fit the requested env; the backend is unknown.
+    """
+    checkpoint = find_checkpoint(path)
+    state = load_checkpoint(checkpoint, option=RUN_ARGUMENT, required=(TRAINING_KEY,))
+    config = run_config(checkpoint, state)
+    backend = backend or config.env.backend
+    options: dict[str, Any] = {} if agents is None else {"agents": agents}
+    if scenario is None or scenario == config.env.name:
+        scenario = config.env.name
+        env = evaluation_env(config, backend=backend, **options)
+        options = {**config.env.options.model_dump(), **options}
+    else:  # another scenario, with its default options: load_policy says whether the sizes fit
+        env = make_env(scenario, backend=backend, **options)
+    policy = load_policy(checkpoint, env, config, option=RUN_ARGUMENT)
+    training = state[TRAINING_KEY]
+    counters = training.get("counters", {}) if isinstance(training, Mapping) else {}
+    updates, frames = counters.get("iterations"), counters.get("env_steps")
+    trained = f"trained on {config.env.backend}, {updates} updates, {frames} frames"
+    return EvaluationTarget(
+        env=env,
+        policy=policy,
+        policy_name=str(checkpoint),
+        scenario=scenario,
+        backend=backend,
+        label=f"{config.algorithm.name} policy of {checkpoint} ({trained})",
+        details={
+            "algorithm": config.algorithm.name,
+            "trained_backend": config.env.backend,
+            "updates": updates,
+            "frames": frames,
+        },
+        config=config,
+        env_options=options,
+    )
+
+
+def write_gif(target: EvaluationTarget, out: Path, *, seed: int, deterministic: bool) -> str:
+    """Render one episode of ``target`` (seeded like the first evaluation episode) to ``out``;
+    returns what was written. Drawn with the mpe backend, as ``marlplug render`` does."""
+    from marlplug.cli.render import save_gif  # imageio: only when a GIF is asked for
+
+    episode_seed = derive_seed(seed, EVALUATION_SALT, 0)
+    env = make_env(target.scenario, backend="mpe", seed=episode_seed, **target.env_options)
+    if target.config is not None:
+        policy = load_policy(Path(target.policy_name), env, target.config, option=RUN_ARGUMENT)
+    else:
+        policy = reference_policy(target.policy_name, env, scenario=target.scenario)
+    exploration = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
+
+    def act(tensordict: TensorDictBase) -> TensorDictBase:
+        with set_exploration_type(exploration):
+            return policy(tensordict)
+
+    frames = save_gif(env, out, policy=act)
+    return f"wrote {out} ({frames} frames: one episode, drawn with the mpe backend)"
+
+
+def format_report(
+    header: dict[str, Any],
+    result: EvaluationResult,
+    *,
+    label: str | None = None,
+    references: ReferenceReturns | None = None,
+) -> str:
+    """The human report: what ran, mean ± std of the team return, each group's mean and, with
+    ``references``, the oracle-normalized score."""
     agents = ", ".join(f"{group}: {count}" for group, count in header["agents"].items())
     mode = "deterministic" if result.deterministic else "sampled"
+    label = label or f"{header['policy']} policy"
     lines = [
-        f"{header['policy']} policy on {header['env']} ({header['backend']}; {agents}): "
+        f"{label} on {header['env']} ({header['backend']}; {agents}): "
         f"{result.episodes} episodes, {mode} actions, evaluation seed {result.seed}",
         f"return (summed over agents): {result.mean:.2f} ± {result.std:.2f} (std over episodes)",
     ]
     lines += [f"  {group}: {mean:.2f}" for group, mean in result.group_means.items()]
+    if references is not None:
+        lines.append(
+            f"oracle-normalized score: {references.score(result.mean):.3f} (random "
+            f"{references.random:.2f}, scripted {references.scripted:.2f} on the same episodes)"
+        )
     return "\n".join(lines)
 
 
 @click.command()
+@click.argument(
+    "run",
+    metavar="[RUN_DIR|CHECKPOINT]",
+    required=False,
+    type=click.Path(path_type=Path),
+)
 @click.option(
     "--policy",
     type=click.Choice(list(REFERENCE_POLICIES)),
-    required=True,
-    help="Reference policy: uniform random actions, or the scenario's scripted oracle.",
+    default=None,
+    help="Evaluate a reference policy instead of a run: uniform random actions, or the "
+    "scenario's scripted oracle.",
 )
 @click.option(
     "--env",
     "scenario",
-    default="cooperative_navigation",
-    show_default=True,
-    help="Scenario name (see `marlplug envs`).",
+    default=None,
+    help="Scenario name (see `marlplug envs`; default: the run's, or cooperative_navigation).",
 )
-@click.option("--backend", default="mpe", show_default=True, help="Env backend: mpe, vmas, ...")
+@click.option(
+    "--backend",
+    default=None,
+    help="Env backend: mpe, vmas, ... (default: the run's, or mpe). A run trained on one backend "
+    "can be evaluated on another of the same scenario.",
+)
 @click.option(
     "--agents",
     type=click.IntRange(min=1),
     default=None,
-    help="Number of agents (default: the scenario's).",
+    help="Number of agents (default: the run's, or the scenario's).",
 )
 @click.option("--episodes", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option(
     "--seed",
     type=click.IntRange(min=0, max=2**32 - 1),
-    default=0,
+    default=DEFAULT_EVALUATION_SEED,
     show_default=True,
     help="Evaluation seed (the episodes differ from every training rollout of any seed).",
 )
 @click.option("--sample", is_flag=True, help="Sample actions instead of taking the most likely.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON for tools.")
+@click.option(
+    "--gif",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a GIF of one episode (the first evaluation episode's seed, mpe backend).",
+)
 def evaluate(
-    policy: str,
-    scenario: str,
-    backend: str,
+    run: Path | None,
+    policy: str | None,
+    scenario: str | None,
+    backend: str | None,
     agents: int | None,
     episodes: int,
     seed: int,
     sample: bool,
     as_json: bool,
+    gif: Path | None,
 ) -> None:
-    """Evaluate a reference policy: mean and std of the episode return, per group too."""
-    target = reference_target(policy, scenario=scenario, backend=backend, agents=agents)
+    """Evaluate a trained run or a reference policy: mean and std of the episode return, per group.
+
+    RUN_DIR is a run folder (its latest checkpoint is evaluated) and CHECKPOINT a checkpoint file;
+    --policy evaluates a reference policy instead. Where the scenario has a scripted policy, a run's
+    return is also stated as the oracle-normalized score (R - random) / (scripted - random).
+    """
+    if (run is None) == (policy is None):
+        raise UserError(
+            f"evaluate: give a run folder or checkpoint ({RUN_ARGUMENT}) or --policy "
+            f"{'|'.join(REFERENCE_POLICIES)}, {'not both' if run is not None else 'one of them'}"
+        )
+    if run is not None:
+        target = run_target(run, scenario=scenario, backend=backend, agents=agents)
+    else:
+        assert policy is not None
+        target = reference_target(
+            policy,
+            scenario=scenario or "cooperative_navigation",
+            backend=backend or "mpe",
+            agents=agents,
+        )
+    if gif is not None:  # checked before the episodes run: an unwritable path fails at once
+        from marlplug.cli.render import check_writable
+
+        check_writable(gif, option="--gif")
     result = evaluate_policy(
         target.env, target.policy, episodes=episodes, seed=seed, deterministic=not sample
     )
+    references = (
+        reference_returns(target.env, target.scenario, episodes=episodes, seed=seed)
+        if run is not None
+        else None
+    )
     header = target.describe()
     if as_json:
-        click.echo(json.dumps({**header, **result.as_dict()}, indent=2))
+        out = {**header, **result.as_dict()}
+        if run is not None:
+            out["references"] = None if references is None else asdict(references)
+            out["score"] = None if references is None else references.score(result.mean)
+        click.echo(json.dumps(out, indent=2))
     else:
-        click.echo(format_report(header, result))
+        click.echo(format_report(header, result, label=target.label, references=references))
+    if gif is not None:
+        message = write_gif(target, gif, seed=seed, deterministic=not sample)
+        click.echo(message, err=as_json)

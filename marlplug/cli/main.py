@@ -99,7 +99,7 @@ COMMANDS = {
     ),
     "evaluate": LazyCommand(
         "marlplug.cli.evaluate:evaluate",
-        "Evaluate a reference policy: mean and std of the episode return, per group too.",
+        "Evaluate a trained run or a reference policy: mean and std of the episode return, per group.",
     ),
     "plugins": LazyCommand(
         "marlplug.cli.plugins:plugins",

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import imageio.v2 as imageio
 from tensordict import TensorDictBase
+from torchrl.envs import EnvBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.config import MarlplugConfig, apply_override, read_config_file, validate_options
@@ -91,12 +92,24 @@ def render(
 
         policy = act
 
-    # Opened first: fail before the episode (imageio's writer would also print a traceback).
+    check_writable(out, option="--out")
+    count = save_gif(env, out, policy=policy, fps=fps)
+    click.echo(f"wrote {out} ({count} frames, {actions})")
+
+
+def check_writable(out: Path, *, option: str) -> None:
+    """Fail before an episode is played when ``out`` cannot be written (imageio's writer would
+    also print a traceback); one line naming ``option``."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.open("ab").close()
     except OSError as exc:
-        raise UserError(f"--out: cannot write {out} ({exc.strerror or exc})") from None
+        raise UserError(f"{option}: cannot write {out} ({exc.strerror or exc})") from None
+
+
+def save_gif(env: EnvBase, out: Path, *, policy: Policy | None, fps: int = 10) -> int:
+    """Play one episode of ``env`` with ``policy`` (random when ``None``), write it to ``out`` as
+    a looping GIF and return its number of frames (also used by ``marlplug evaluate --gif``)."""
     frames = rollout_frames(env, policy=policy)
     imageio.mimsave(out, list[Any](frames), duration=1000 / fps, loop=0)
-    click.echo(f"wrote {out} ({len(frames)} frames, {actions})")
+    return len(frames)

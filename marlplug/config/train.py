@@ -66,3 +66,15 @@ class TrainSection(TrainerSettings):
         le=1024,
         description="torch intra-op threads (small networks run fastest on one); null: torch's default.",
     )
+    # Evaluating every 10 updates costs little (20 episodes of 25 steps are ~500 frames, against
+    # thousands per update) and draws the deterministic curve beside the noisy training return.
+    eval_every: int | None = Field(
+        10,
+        ge=0,
+        le=10**9,
+        description="Evaluate the policy (deterministic actions, fixed evaluation seeds) every K "
+        "updates and after the last; 0 or null: never.",
+    )
+    eval_episodes: int = Field(
+        20, ge=1, le=10**5, description="Episodes per evaluation (train.eval_every)."
+    )

@@ -18,13 +18,16 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.config import MarlplugConfig
 from marlplug.envs.factory import make_env
-from marlplug.envs.policies import Policy
+from marlplug.envs.policies import SCRIPTED_SCENARIOS, Policy, reference_policy
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 
 #: Mixed into every evaluation seed, so evaluation episodes never replay a training rollout (the
 #: trainer derives its rollout seeds from ``(seed, update)``); "eval" in ASCII.
 EVALUATION_SALT = 0x6576616C
+#: The evaluation seed when none is given (``marlplug evaluate``, ``train.eval_every``): every run is
+#: evaluated on the same episodes, whatever its training seed.
+DEFAULT_EVALUATION_SEED = 0
 #: Steps after which an episode that has not ended is an error (no marlplug scenario is that long).
 MAX_EPISODE_STEPS = 100_000
 
@@ -91,6 +94,54 @@ def normalized_score(value: float, *, random: float, scripted: float) -> float:
     if scripted == random:
         raise ValueError("normalized_score: the scripted and random returns are equal")
     return (value - random) / (scripted - random)
+
+
+@dataclass(frozen=True)
+class ReferenceReturns:
+    """Mean team returns of the ``random`` and ``scripted`` reference policies on the same
+    evaluation episodes, to state a return as an oracle-normalized score.
+
+    Example:
+        >>> ReferenceReturns(random=-80.0, scripted=-20.0).score(-50.0)
+        0.5
+    """
+
+    random: float
+    scripted: float
+
+    def score(self, value: float) -> float:
+        """``(value - random) / (scripted - random)``: 0 = random, 1 = the scripted oracle."""
+        return normalized_score(value, random=self.random, scripted=self.scripted)
+
+
+def reference_returns(
+    env: EnvBase, scenario: str, *, episodes: int, seed: int
+) -> ReferenceReturns | None:
+    """The reference policies' mean returns on ``env``'s evaluation episodes ``(episodes, seed)``;
+    ``None`` when ``scenario`` has no scripted policy or ``env`` does not fit it (e.g. continuous
+    actions), so no score can be stated.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", agents=2)
+        >>> references = reference_returns(env, "cooperative_navigation", episodes=2, seed=0)
+        >>> references.scripted > references.random
+        True
+        >>> reference_returns(make_env("keep_away"), "keep_away", episodes=2, seed=0) is None
+        True
+    """
+    if scenario not in SCRIPTED_SCENARIOS:
+        return None
+    try:
+        scripted = reference_policy("scripted", env, scenario=scenario)
+    except UserError:  # the scenario's env in a layout the oracle does not read
+        return None
+    random = reference_policy("random", env, scenario=scenario)
+    means = {
+        name: evaluate(env, policy, episodes=episodes, seed=seed).mean
+        for name, policy in (("random", random), ("scripted", scripted))
+    }
+    return ReferenceReturns(**means)
 
 
 def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any) -> EnvBase:

@@ -104,6 +104,10 @@ class ScriptedSpread:
         return tensordict
 
 
+#: Scenarios with a scripted oracle (:func:`scripted_policy`), hence an oracle-normalized score.
+SCRIPTED_SCENARIOS = frozenset({"cooperative_navigation"})
+
+
 def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
     """Uniform random actions from ``env``'s action spec (any scenario), drawn from torch's RNG.
 
@@ -129,16 +133,21 @@ def scripted_policy(env: EnvBase, *, scenario: str) -> Policy:
         >>> scripted_policy(env, scenario="cooperative_navigation").agents
         2
     """
-    if scenario != "cooperative_navigation":
+    if scenario not in SCRIPTED_SCENARIOS:
         raise UserError(
             f"--policy scripted: no scripted policy for '{scenario}'; scenarios with one: "
-            "cooperative_navigation"
+            + ", ".join(sorted(SCRIPTED_SCENARIOS))
         )
     group_map = getattr(env, "group_map", {})
     if list(group_map) != ["agent"]:
         raise UserError(
             "--policy scripted: cooperative navigation has one group 'agent'; "
             f"this env has {list(group_map)}"
+        )
+    if env.full_action_spec["agent", "action"].domain != "discrete":
+        raise UserError(
+            "--policy scripted: the scripted policy takes discrete actions; this env's are "
+            "continuous (env.continuous_actions)"
         )
     policy = ScriptedSpread(agents=len(group_map["agent"]))
     width = env.observation_spec["agent", "observation"].shape[-1]

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 import numpy as np
 import torch
 
+from marlplug.algorithms.acting import FlatActing, ModuleActing, acting_policy
+from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.config import resolved_dict
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
@@ -305,39 +307,45 @@ def _does_not_fit(exc: BaseException, path: Path, option: str, changes: list[str
     ) from None
 
 
-def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> Any:
+def load_policy(
+    path: Path, env: EnvBase, config: MarlplugConfig, *, option: str = "--checkpoint"
+) -> Any:
     """The acting policy of a checkpoint's agents, for ``env``: the configured algorithm bound to
-    ``env`` with ``config``, every agent's trained ``theta`` row loaded into it.
+    ``env`` with ``config``, acting with every agent's trained ``theta`` row
+    (:func:`marlplug.algorithms.acting.acting_policy`: PPO's policy module, MADDPG's actors).
 
     Args:
         path: a checkpoint written by ``marlplug train``.
         env: an env with the same agents and sizes as the one trained on.
         config: the run's config (its ``algorithm`` section sizes the networks).
+        option: the CLI argument named in errors.
 
     Returns:
-        The policy module (a TorchRL module that writes the agents' actions into a tensordict).
+        A policy: writes the agents' actions into a tensordict (greedy under TorchRL's
+        ``DETERMINISTIC`` exploration type, sampled under ``RANDOM``).
 
     Raises:
         UserError: the file is missing or not a checkpoint, the algorithm has no acting policy, or
             the stored rows do not fit ``env`` and ``config`` (naming the config fields changed
             since the checkpoint).
     """
-    state = load_checkpoint(path, option="--checkpoint", required=(TRAINING_KEY,))
+    state = load_checkpoint(path, option=option, required=(TRAINING_KEY,))
     algorithm = get_component("algorithm", config.algorithm.name, field="algorithm.name")(
         **config.algorithm.options.model_dump()
     )
-    program = algorithm.bind(env, config)
-    load = getattr(program, "load", None)
-    if getattr(program, "policy", None) is None or not callable(load):
+    check_agents(state, [str(name) for name in _agent_names(env)], path, option)
+    program: LearnerProgram = algorithm.bind(env, config)
+    if not isinstance(program, (ModuleActing, FlatActing)):
         raise UserError(
             f"algorithm.name: '{config.algorithm.name}' has no acting policy to load from a "
-            f"checkpoint (its program needs a 'policy' and a 'load(theta)' method)"
+            f"checkpoint (its program needs 'policy' and 'load(theta)', or 'act' and 'env_scale')"
         )
-    check_agents(state, [str(name) for name in _agent_names(env)], path, "--checkpoint")
     theta = state[TRAINING_KEY].get("theta") if isinstance(state[TRAINING_KEY], Mapping) else None
     changes = config_changes(state.get(CONFIG_KEY), config)
+    policy: Any = None
 
     def restore() -> None:
+        nonlocal policy
         if not isinstance(theta, torch.Tensor):
             raise TypeError(f"'{TRAINING_KEY}' holds no 'theta' tensor")
         expected = (program.num_agents, program.theta_size)
@@ -346,12 +354,14 @@ def load_policy(path: Path, env: EnvBase, config: MarlplugConfig) -> Any:
                 f"size mismatch for the agents' parameters: {theta.shape[1]} per agent in the "
                 f"checkpoint, {expected[1]} for this config's networks"
             )
-        load(theta)
+        policy = acting_policy(program, env, theta)
 
-    restore_state(restore, path, "--checkpoint", changes=changes)
-    policy = program.policy
-    if isinstance(policy, torch.nn.Module):
-        policy.eval()
+    restore_state(restore, path, option, changes=changes)
+    if policy is None:
+        raise UserError(
+            f"algorithm.name: '{config.algorithm.name}' has no acting policy to load from a "
+            f"checkpoint (its program's 'policy' is unset)"
+        )
     return policy
 
 

@@ -1,6 +1,6 @@
-"""How a run went: the totals every run result carries, the learning curve and the end-of-run
-summary that ``marlplug train`` prints (the same for every algorithm, coded or not; one point is one
-update, as ``train.updates`` counts them)."""
+"""How a run went: the totals every run result carries, the learning curve (training return and
+periodic deterministic evaluations) and the end-of-run summary that ``marlplug train`` prints (the
+same for every algorithm, coded or not; one point is one update, as ``train.updates`` counts them)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marlplug.plotting import saved_figure
+from marlplug.runs.evaluations import EvaluationPoint
 from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
 
 #: Updates in the trailing mean drawn over the learning curve (single updates are noisy).
@@ -28,9 +29,12 @@ class RunTotals:
         total_frames: environment frames of the whole run, across resumes.
         completed: updates done in the whole run.
         notes: what the user should know about the run, e.g. that learning has not started yet.
+        evaluations: the periodic deterministic evaluations (``train.eval_every``), over the whole
+            run.
     """
 
     history: list[ReturnPoint]
+    evaluations: list[EvaluationPoint]
     frames: int
     seconds: float
     total_frames: int
@@ -47,6 +51,11 @@ class RunTotals:
         """The last return per agent of the run, if an episode finished."""
         return self.history[-1].per_agent if self.history else None
 
+    @property
+    def final_evaluation(self) -> EvaluationPoint | None:
+        """The run's last deterministic evaluation, if it ran one."""
+        return self.evaluations[-1] if self.evaluations else None
+
 
 def plot_learning_curve(
     history: Sequence[ReturnPoint],
@@ -54,12 +63,22 @@ def plot_learning_curve(
     *,
     title: str,
     num_agents: int,
+    evaluations: Sequence[EvaluationPoint] = (),
 ) -> Path:
     """Save the return against environment frames as a PNG, with a trailing mean over updates.
 
     The left axis is the return per agent, the right one the team's return (summed over the
     ``num_agents`` agents): one curve, read on either scale. One point is one update
-    (``train.updates`` counts them), whatever the algorithm calls it.
+    (``train.updates`` counts them), whatever the algorithm calls it. ``evaluations`` (periodic
+    deterministic evaluations) are drawn on the same scales, with their std over episodes as bars.
+
+    Examples:
+        >>> import tempfile
+        >>> point = EvaluationPoint(update=1, frames=10, mean=-6.0, std=1.0, episodes=2)
+        >>> path = Path(tempfile.mkdtemp()) / "curve.png"
+        >>> plot_learning_curve([ReturnPoint(10, -3.0, -9.0)], path, title="t", num_agents=3,
+        ...                     evaluations=[point]).is_file()
+        True
     """
     import numpy as np
 
@@ -77,6 +96,19 @@ def plot_learning_curve(
                     linewidth=2,
                     label=f"mean of last {SMOOTHING_WINDOW}",
                 )
+        if evaluations:
+            episodes = evaluations[-1].episodes
+            axes.errorbar(
+                [point.frames for point in evaluations],
+                [point.mean / num_agents for point in evaluations],
+                yerr=[point.std / num_agents for point in evaluations],
+                marker="s",
+                markersize=4,
+                capsize=3,
+                color="black",
+                label=f"evaluation ({episodes} deterministic episodes, ± std)",
+            )
+        if history or evaluations:
             axes.legend(loc="best")
         team_axis = axes.secondary_yaxis(
             "right", functions=(lambda y: y * num_agents, lambda y: y / num_agents)
@@ -118,7 +150,7 @@ def summary_lines(
     outputs: Sequence[tuple[str, Path]],
 ) -> list[str]:
     """The end-of-run summary every ``marlplug train`` run prints: how the return moved (per agent
-    and for the team), the frames, where everything went, what to know, and how to resume.
+    and for the team), the final deterministic evaluation (``train.eval_every``), the frames, where everything went, what to know, and how to resume.
 
     Args:
         totals: the run's result.
@@ -134,6 +166,7 @@ def summary_lines(
         >>> @dataclass
         ... class Done(RunTotals):
         ...     history: list[ReturnPoint]
+        ...     evaluations: list[EvaluationPoint] = field(default_factory=list)
         ...     frames: int = 20
         ...     seconds: float = 4.0
         ...     total_frames: int = 20
@@ -154,6 +187,11 @@ def summary_lines(
             _return_line([p.per_agent for p in history]) if history else "-",
         ),
         ("return, team", _return_line([p.team for p in history]) if history else "-"),
+        *(
+            [("evaluation, team", totals.final_evaluation.describe())]
+            if totals.final_evaluation is not None
+            else []
+        ),
         ("frames", _frames_line(totals)),
         ("run folder", run_dir),
         ("metrics", metrics),

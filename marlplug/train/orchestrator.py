@@ -7,7 +7,8 @@ coded learners (:mod:`marlplug.train.executors`), otherwise every agent updates 
 :class:`~marlplug.train.loop.Training` runs the iterations; this module owns the run folder around
 them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every`` iterations and at the
 end; resumed bit-identically), ``metrics/`` (TorchRL logger), ``rounds.csv`` (one row per
-iteration), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
+iteration), periodic evaluations (``train.eval_every``: :mod:`marlplug.train.evaluation`, logged as
+``eval_return``/``eval_score`` and drawn on the curve), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
 :data:`TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder lock and non-finite stops.
 """
 
@@ -43,6 +44,11 @@ from marlplug.runs.checkpoint import (
     restore_state,
     save_checkpoint,
 )
+from marlplug.runs.evaluations import (
+    EvaluationPoint,
+    evaluations_for_checkpoint,
+    evaluations_from_checkpoint,
+)
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.iteration_report import (
     IterationLog,
@@ -58,6 +64,7 @@ from marlplug.runs.run_folder import hold_run_dir, storage_errors
 from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
 from marlplug.runs.summary import RunTotals, plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
+from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training, WaitingSource
 
@@ -71,6 +78,8 @@ LEARNING_CURVE_NAME = "learning_curve.png"
 #: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
 HISTORY_KEY = "history"
 ROUND_LOGS_KEY = "round_logs"
+#: The checkpoint entry holding the run's periodic evaluations (plain dicts).
+EVALUATIONS_KEY = "evaluations"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
@@ -95,6 +104,7 @@ class TrainResult(RunTotals):
     rounds_csv: Path
     timeline: Path | None = None
     history: list[ReturnPoint] = field(default_factory=list)
+    evaluations: list[EvaluationPoint] = field(default_factory=list)
     frames: int = 0
     seconds: float = 0.0
     total_frames: int = 0
@@ -213,6 +223,9 @@ def _run(
                 save_run_config(folder, config)  # resumable even if the learners fail to start
         executor = make_executor(config, program)
         stack.callback(executor.close)
+        evaluation = PeriodicEvaluation.for_config(config, algorithm)
+        if evaluation is not None:
+            stack.callback(evaluation.close)
         training = Training(
             program,
             source,
@@ -221,7 +234,7 @@ def _run(
             seed=config.seed,
             max_nonfinite_steps=config.train.max_nonfinite_steps,
         )
-        return _Run(config, training, folder, total, progress).go(state)
+        return _Run(config, training, folder, total, progress, evaluation).go(state)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -246,8 +259,11 @@ class _Run:
         folder: Path,
         total: int,
         progress: bool | None,
+        evaluation: PeriodicEvaluation | None = None,
     ) -> None:
         self.config = config
+        self.evaluation = evaluation
+        self.evaluations: list[EvaluationPoint] = []
         self.training = training
         self.folder = folder
         self.total = total
@@ -278,6 +294,7 @@ class _Run:
                 )
             )
             self.round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
+            self.evaluations.extend(evaluations_from_checkpoint(loaded.get(EVALUATIONS_KEY, [])))
             restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
 
         changes = config_changes(loaded.get(CONFIG_KEY), self.config)
@@ -291,6 +308,7 @@ class _Run:
                 AGENTS_KEY: self.training.agent_names,
                 HISTORY_KEY: history_for_checkpoint(self.history),
                 ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in self.round_logs],
+                EVALUATIONS_KEY: evaluations_for_checkpoint(self.evaluations),
                 CONFIG_KEY: resolved_dict(self.config),
             },
         )
@@ -309,6 +327,7 @@ class _Run:
             rounds_csv=folder / ROUNDS_NAME,
             timeline=folder / TIMELINE_NAME if self.coded else None,
             history=self.history,
+            evaluations=self.evaluations,
         )
         columns = rounds_columns(coded=self.coded)
         restart_rounds_csv(result.rounds_csv, columns, training.iterations)
@@ -336,6 +355,7 @@ class _Run:
                 self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
                 if returns is not None:
                     self.history.append(returns)
+                self._evaluate(logger)
                 every = self.config.train.checkpoint_every
                 if training.iterations % every == 0 or training.iterations == self.total:
                     self.save()
@@ -350,6 +370,16 @@ class _Run:
                     folder,
                 )
         return self._finish(result, start_steps, time.perf_counter() - start)
+
+    def _evaluate(self, logger: Any) -> None:
+        """Evaluate the policy when ``train.eval_every`` says so; log it at the update's step."""
+        training, evaluation = self.training, self.evaluation
+        if evaluation is None or not evaluation.due(training.iterations, self.total):
+            return
+        point = evaluation(training.theta, update=training.iterations, frames=training.env_steps)
+        for name, value in point.as_metrics().items():
+            logger.log_scalar(name, value, step=training.iterations)
+        self.evaluations.append(point)
 
     def _note_waiting(self) -> None:
         """Say at the start when at least the next iteration will only collect (a replay buffer
@@ -392,6 +422,7 @@ class _Run:
             result.learning_curve,
             title=title,
             num_agents=training.program.num_agents,
+            evaluations=self.evaluations,
         )
         if result.timeline is not None and config.coding is not None and self.round_logs:
             plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)
