@@ -222,6 +222,8 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
         "num_envs",
         "checkpoint_every",
         "max_nonfinite_steps",
+        "eval_every",
+        "eval_episodes",
     }
     with warnings.catch_warnings():
         warnings.simplefilter("error")

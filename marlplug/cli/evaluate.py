@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
@@ -314,6 +315,9 @@ def evaluate(
             backend=backend or "mpe",
             agents=agents,
         )
+    threads = target.config.train.torch_threads if target.config is not None else 1
+    if threads is not None:  # small networks run fastest on one thread (train.torch_threads)
+        torch.set_num_threads(threads)
     if gif is not None:  # checked before the episodes run: an unwritable path fails at once
         from marlplug.cli.render import check_writable
 

@@ -187,12 +187,12 @@ def summary_lines(
             _return_line([p.per_agent for p in history]) if history else "-",
         ),
         ("return, team", _return_line([p.team for p in history]) if history else "-"),
+        ("frames", _frames_line(totals)),
         *(
             [("evaluation, team", totals.final_evaluation.describe())]
             if totals.final_evaluation is not None
             else []
         ),
-        ("frames", _frames_line(totals)),
         ("run folder", run_dir),
         ("metrics", metrics),
         *outputs,

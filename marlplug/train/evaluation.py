@@ -10,6 +10,7 @@ after every use, so a run with evaluation gives the same ``theta`` bit for bit a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from marlplug.algorithms.acting import FlatActing, ModuleActing, acting_policy
 from marlplug.config import MarlplugConfig
 from marlplug.envs.evaluate import (
     DEFAULT_EVALUATION_SEED,
+    ReferenceReturns,
     evaluate,
     evaluation_env,
     reference_returns,
@@ -27,6 +29,13 @@ from marlplug.envs.evaluate import (
 from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import restore_rng_states, rng_states
 from marlplug.runs.evaluations import EvaluationPoint
+
+#: Reference returns already measured in this process (:meth:`PeriodicEvaluation._references`).
+_REFERENCES: dict[tuple[str, str, str, int, int], ReferenceReturns | None] = {}
+
+
+class NoActingPolicy(ConfigError):
+    """The algorithm's program cannot act, so there is nothing to evaluate."""
 
 
 @contextmanager
@@ -53,7 +62,8 @@ class PeriodicEvaluation:
         algorithm: the run's learner algorithm (bound once more, to the evaluation env).
 
     Raises:
-        ConfigError: the algorithm's program cannot act (no acting policy to evaluate).
+        ConfigError: the algorithm's program cannot act (no acting policy to evaluate);
+            :meth:`for_config` turns that into no evaluation and a note.
 
     Examples:
         >>> from marlplug.algorithms.maddpg import MADDPG
@@ -76,18 +86,43 @@ class PeriodicEvaluation:
             self.program = algorithm.bind(self.env, config)
             if not isinstance(self.program, (ModuleActing, FlatActing)):
                 self.env.close()
-                raise ConfigError(
+                raise NoActingPolicy(
                     f"train.eval_every: algorithm '{config.algorithm.name}' has no acting policy "
-                    f"to evaluate; set train.eval_every=0"
+                    f"(marlplug.algorithms.acting), so the run was not evaluated; set "
+                    f"train.eval_every=0 to say so"
                 )
-            self.references = reference_returns(
+            self.references = self._references(config)
+
+    def _references(self, config: MarlplugConfig) -> ReferenceReturns | None:
+        """The references of this env's evaluation episodes, measured once per process: they
+        depend only on the scenario, its options, the backend and the episodes."""
+        key = (
+            config.env.name,
+            config.env.backend,
+            json.dumps(config.env.options.model_dump(mode="json"), sort_keys=True),
+            self.episodes,
+            self.seed,
+        )
+        if key not in _REFERENCES:
+            _REFERENCES[key] = reference_returns(
                 self.env, config.env.name, episodes=self.episodes, seed=self.seed
             )
+        return _REFERENCES[key]
 
     @classmethod
-    def for_config(cls, config: MarlplugConfig, algorithm: Any) -> PeriodicEvaluation | None:
-        """The run's evaluation; ``None`` when ``train.eval_every`` is 0 or null."""
-        return cls(config, algorithm) if config.train.eval_every else None
+    def for_config(
+        cls, config: MarlplugConfig, algorithm: Any, notes: list[str]
+    ) -> PeriodicEvaluation | None:
+        """The run's evaluation; ``None`` when ``train.eval_every`` is 0 or null, or when the
+        algorithm cannot act (a plugin's program without an acting policy: it still trains, and
+        ``notes`` says why there is no evaluation)."""
+        if not config.train.eval_every:
+            return None
+        try:
+            return cls(config, algorithm)
+        except NoActingPolicy as missing:
+            notes.append(str(missing))
+            return None
 
     def due(self, update: int, total: int) -> bool:
         """Whether to evaluate after ``update`` updates of a run of ``total``."""

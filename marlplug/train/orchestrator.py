@@ -223,7 +223,8 @@ def _run(
                 save_run_config(folder, config)  # resumable even if the learners fail to start
         executor = make_executor(config, program)
         stack.callback(executor.close)
-        evaluation = PeriodicEvaluation.for_config(config, algorithm)
+        notes: list[str] = []
+        evaluation = PeriodicEvaluation.for_config(config, algorithm, notes)
         if evaluation is not None:
             stack.callback(evaluation.close)
         training = Training(
@@ -234,7 +235,7 @@ def _run(
             seed=config.seed,
             max_nonfinite_steps=config.train.max_nonfinite_steps,
         )
-        return _Run(config, training, folder, total, progress, evaluation).go(state)
+        return _Run(config, training, folder, total, progress, evaluation, notes).go(state)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -260,8 +261,10 @@ class _Run:
         total: int,
         progress: bool | None,
         evaluation: PeriodicEvaluation | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         self.config = config
+        self.notes = notes or []
         self.evaluation = evaluation
         self.evaluations: list[EvaluationPoint] = []
         self.training = training
@@ -328,6 +331,7 @@ class _Run:
             timeline=folder / TIMELINE_NAME if self.coded else None,
             history=self.history,
             evaluations=self.evaluations,
+            notes=list(self.notes),
         )
         columns = rounds_columns(coded=self.coded)
         restart_rounds_csv(result.rounds_csv, columns, training.iterations)
@@ -374,7 +378,10 @@ class _Run:
     def _evaluate(self, logger: Any) -> None:
         """Evaluate the policy when ``train.eval_every`` says so; log it at the update's step."""
         training, evaluation = self.training, self.evaluation
-        if evaluation is None or not evaluation.due(training.iterations, self.total):
+        # The run's end is train.updates: a call stopped early (run(iterations=...)) and resumed
+        # evaluates as a run never stopped.
+        end = self.config.train.updates
+        if evaluation is None or not evaluation.due(training.iterations, end):
             return
         point = evaluation(training.theta, update=training.iterations, frames=training.env_steps)
         for name, value in point.as_metrics().items():

@@ -52,7 +52,14 @@ def _assert_team_is_the_sum_over_agents(run_dir: Path, num_agents: int) -> None:
 
 def test_every_metrics_csv_has_a_header_row(tmp_path: Path) -> None:
     config = load_config(
-        overrides=[*SMALL_RUN, f"logging.dir={tmp_path}", "logging.run_name=a", "train.updates=2"]
+        overrides=[
+            *SMALL_RUN,
+            f"logging.dir={tmp_path}",
+            "logging.run_name=a",
+            "train.updates=2",
+            "train.eval_every=1",  # the evaluation's files too, at every step
+            "train.eval_episodes=1",
+        ]
     )
     result = run_training(config)
     files = _scalars(result.run_dir)

@@ -1,0 +1,91 @@
+"""``train.eval_every`` / ``train.eval_episodes``: deterministic evaluations logged to the metrics,
+drawn on the learning curve and reported in the summary, without changing training by one bit
+(PPO and MADDPG; resumed runs too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from marlplug import load_config
+from marlplug.runs.checkpoint import load_checkpoint
+from marlplug.runs.metrics_files import read_scalar_csv
+from marlplug.runs.summary import summary_lines
+from marlplug.train.orchestrator import EVALUATIONS_KEY, TrainResult
+from marlplug.train.run import run_training
+from tests.cli.test_evaluate_run import MADDPG_RUN
+from tests.train.helpers import SMALL_RUN
+
+RUNS = {"ppo": [*SMALL_RUN, "train.updates=3"], "maddpg": MADDPG_RUN}
+
+
+def _train(tmp_path: Path, name: str, overrides: list[str], **kwargs: object) -> TrainResult:
+    config = load_config(
+        overrides=[*overrides, f"logging.dir={tmp_path}", f"logging.run_name={name}"]
+    )
+    return run_training(config, **kwargs)  # type: ignore[arg-type]
+
+
+def _summary(result: TrainResult) -> list[str]:
+    return summary_lines(result, run_dir=result.run_dir, metrics="m", outputs=[])
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "maddpg"])
+def test_evaluation_does_not_change_training(algorithm: str, tmp_path: Path) -> None:
+    evaluated = _train(
+        tmp_path, "evaluated", [*RUNS[algorithm], "train.eval_every=1", "train.eval_episodes=2"]
+    )
+    plain = _train(tmp_path, "plain", [*RUNS[algorithm], "train.eval_every=0"])
+    assert torch.equal(evaluated.theta, plain.theta)
+    assert torch.equal(evaluated.opt_state, plain.opt_state)
+    assert evaluated.history == plain.history
+    assert [point.update for point in evaluated.evaluations] == [1, 2, 3]
+    assert (
+        plain.evaluations == [] and not (plain.metrics_dir / "scalars" / "eval_return.csv").exists()
+    )
+    assert not any(line.startswith("evaluation") for line in _summary(plain))
+
+
+def test_evaluations_are_logged_drawn_and_summarized(tmp_path: Path) -> None:
+    result = _train(tmp_path, "ppo", [*RUNS["ppo"], "train.eval_every=2", "train.eval_episodes=2"])
+    # Every eval_every updates and after the last one.
+    assert [point.update for point in result.evaluations] == [2, 3]
+    scalars = result.metrics_dir / "scalars"
+    returns = read_scalar_csv(scalars / "eval_return.csv")
+    assert returns == [(point.update, pytest.approx(point.mean)) for point in result.evaluations]
+    assert [step for step, _ in read_scalar_csv(scalars / "eval_return_std.csv")] == [2, 3]
+    scores = read_scalar_csv(scalars / "eval_score.csv")  # cooperative navigation has an oracle
+    assert [step for step, _ in scores] == [2, 3]
+    final = result.final_evaluation
+    assert final is not None and final.episodes == 2 and final.score is not None
+    assert final.frames == result.total_frames
+    lines = _summary(result)
+    evaluation = next(line for line in lines if line.startswith("evaluation, team:"))
+    assert (
+        f"{final.mean:.3f} ± {final.std:.3f} (2 deterministic episodes after update 3" in evaluation
+    )
+    assert "oracle-normalized score" in evaluation
+    assert result.learning_curve.stat().st_size > 0
+
+
+def test_a_scenario_without_an_oracle_has_no_score(tmp_path: Path) -> None:
+    overrides = [*RUNS["maddpg"], "env.name=keep_away", "train.eval_episodes=1"]
+    result = _train(tmp_path, "keep", [item for item in overrides if item != "env.agents=2"])
+    assert result.final_evaluation is not None and result.final_evaluation.score is None
+    assert not (result.metrics_dir / "scalars" / "eval_score.csv").exists()
+
+
+def test_resumed_run_evaluates_as_one_never_stopped(tmp_path: Path) -> None:
+    overrides = [*RUNS["ppo"], "train.eval_every=1", "train.eval_episodes=2"]
+    whole = _train(tmp_path, "whole", overrides)
+    first = _train(tmp_path, "parts", overrides, updates=2)
+    stored = load_checkpoint(first.checkpoint)[EVALUATIONS_KEY]
+    assert [entry["update"] for entry in stored] == [1, 2]
+    config = load_config(first.run_dir / "config.yaml")
+    resumed = run_training(config, resume_dir=first.run_dir)
+    assert torch.equal(resumed.theta, whole.theta)
+    assert resumed.evaluations == whole.evaluations
+    steps = read_scalar_csv(resumed.metrics_dir / "scalars" / "eval_return.csv")
+    assert [step for step, _ in steps] == [1, 2, 3]
