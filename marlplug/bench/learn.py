@@ -76,6 +76,8 @@ def train_marlplug_default(frames: int, seed: int, *, agents: int, threads: int)
             f"logging.dir={folder}",
             "logging.progress=false",
             f"train.torch_threads={threads}",
+            # Every side is evaluated below on the same episodes; none spends its wall time on it.
+            "train.eval_every=0",
         ]
         train = load_config(default, overrides).train
         rollout_steps = min(train.rollout_steps, max(1, frames // train.num_envs))

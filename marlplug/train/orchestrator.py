@@ -106,7 +106,10 @@ class TrainResult(RunTotals):
     history: list[ReturnPoint] = field(default_factory=list)
     evaluations: list[EvaluationPoint] = field(default_factory=list)
     frames: int = 0
+    #: Wall time of this call's training loop, periodic evaluations excluded (``evaluation_s``),
+    #: so frames/s is the training's.
     seconds: float = 0.0
+    evaluation_s: float = 0.0
     total_frames: int = 0
     completed: int = 0
     notes: list[str] = field(default_factory=list)
@@ -267,6 +270,7 @@ class _Run:
         self.notes = notes or []
         self.evaluation = evaluation
         self.evaluations: list[EvaluationPoint] = []
+        self.evaluation_s = 0.0
         self.training = training
         self.folder = folder
         self.total = total
@@ -383,7 +387,9 @@ class _Run:
         end = self.config.train.updates
         if evaluation is None or not evaluation.due(training.iterations, end):
             return
+        start = time.perf_counter()
         point = evaluation(training.theta, update=training.iterations, frames=training.env_steps)
+        self.evaluation_s += time.perf_counter() - start
         for name, value in point.as_metrics().items():
             logger.log_scalar(name, value, step=training.iterations)
         self.evaluations.append(point)
@@ -414,7 +420,8 @@ class _Run:
 
     def _finish(self, result: TrainResult, start_steps: int, seconds: float) -> TrainResult:
         training, config = self.training, self.config
-        result.seconds = seconds
+        result.seconds = seconds - self.evaluation_s
+        result.evaluation_s = self.evaluation_s
         result.frames = training.env_steps - start_steps
         result.total_frames, result.completed = training.env_steps, training.iterations
         result.nonfinite = training.nonfinite.summary()
