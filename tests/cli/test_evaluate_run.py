@@ -30,14 +30,19 @@ MADDPG_RUN = [
 ]
 
 
+CODED = ["coding.scheme=mds", "coding.learners=3", "coding.clock=simulated"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A 2-update PPO run and a 3-iteration MADDPG run, evaluated at their end on EPISODES."""
+    """A 2-update PPO run and 3-iteration MADDPG runs (centralized and coded), evaluated at their end
+    on EPISODES."""
     root = tmp_path_factory.mktemp("runs")
     folders = {}
     for name, overrides in (
         ("ppo", [*SMALL_RUN, "train.updates=2"]),
         ("maddpg", MADDPG_RUN),
+        ("maddpg_coded", [*MADDPG_RUN, *CODED]),
     ):
         config = load_config(
             overrides=[
@@ -57,12 +62,14 @@ def _json(run_cli: Callable[..., Any], *args: str) -> dict[str, Any]:
     return dict(json.loads(result.out))
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "maddpg"])
+@pytest.mark.parametrize("algorithm", ["ppo", "maddpg", "maddpg_coded"])
 def test_json_fields_and_the_score(
     algorithm: str, runs: dict[str, Path], run_cli: Callable[..., Any]
 ) -> None:
     out = _json(run_cli, str(runs[algorithm]))
-    assert out["algorithm"] == algorithm and out["policy"] == str(runs[algorithm] / CHECKPOINT_NAME)
+    assert out["algorithm"] == algorithm.removesuffix("_coded") and out["policy"] == str(
+        runs[algorithm] / CHECKPOINT_NAME
+    )
     assert out["env"] == "cooperative_navigation" and out["backend"] == "mpe"
     assert out["trained_backend"] == "mpe" and out["agents"] == {"agent": 2}
     assert out["updates"] == (2 if algorithm == "ppo" else 3) and out["frames"] > 0
@@ -78,7 +85,7 @@ def test_json_fields_and_the_score(
     assert out["score"] == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "maddpg"])
+@pytest.mark.parametrize("algorithm", ["ppo", "maddpg", "maddpg_coded"])
 def test_the_run_folder_its_checkpoint_and_the_final_evaluation_agree(
     algorithm: str, runs: dict[str, Path], run_cli: Callable[..., Any]
 ) -> None:
