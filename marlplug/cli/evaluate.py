@@ -21,7 +21,7 @@ from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marlplug.config import MarlplugConfig, load_config
+from marlplug.config import MarlplugConfig
 from marlplug.envs import EvaluationResult, make_env, reference_policy
 from marlplug.envs import evaluate as evaluate_policy
 from marlplug.envs.evaluate import (
@@ -33,14 +33,8 @@ from marlplug.envs.evaluate import (
 )
 from marlplug.envs.policies import REFERENCE_POLICIES, Policy
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import (
-    CHECKPOINT_NAME,
-    CONFIG_KEY,
-    TRAINING_KEY,
-    load_checkpoint,
-    load_policy,
-)
-from marlplug.runs.run_config import CONFIG_NAME
+from marlplug.runs.checkpoint import load_policy
+from marlplug.runs.trained_run import TrainedRun
 from marlplug.seeding import derive_seed
 
 #: How errors about the positional argument name it.
@@ -99,63 +93,22 @@ def reference_target(
     )
 
 
-def find_checkpoint(path: Path) -> Path:
-    """The checkpoint of ``path``: a run folder's latest (``RUN_DIR/checkpoint.pt``) or the file.
-
-    Raises:
-        UserError: ``path`` does not exist, is a folder that is no run folder, or a run folder
-            with no checkpoint yet.
-    """
-    if not path.exists():
-        raise UserError(f"{RUN_ARGUMENT}: no such run folder or checkpoint file: {path}")
-    if not path.is_dir():
-        return path
-    checkpoint = path / CHECKPOINT_NAME
-    if checkpoint.is_file():
-        return checkpoint
-    if (path / CONFIG_NAME).is_file():
-        raise UserError(
-            f"{RUN_ARGUMENT}: the run folder {path} has no {CHECKPOINT_NAME} yet (a run writes "
-            f"one every train.checkpoint_every updates and at its end)"
-        )
-    raise UserError(
-        f"{RUN_ARGUMENT}: {path} is not a run folder (no {CONFIG_NAME} or {CHECKPOINT_NAME} in "
-        f"it); give a folder made by marlplug train, or a checkpoint file"
-    )
-
-
-def run_config(checkpoint: Path, state: Mapping[str, Any]) -> MarlplugConfig:
-    """The config ``checkpoint`` was written with (its ``config`` entry; an older checkpoint
-    without one: its run folder's ``config.yaml``)."""
-    saved = state.get(CONFIG_KEY)
-    if isinstance(saved, Mapping):
-        return load_config(data=saved)
-    beside = checkpoint.parent / CONFIG_NAME
-    if beside.is_file():
-        return load_config(beside)
-    raise UserError(
-        f"{RUN_ARGUMENT}: {checkpoint} holds no '{CONFIG_KEY}' entry and has no {CONFIG_NAME} "
-        f"beside it; the networks it holds cannot be rebuilt"
-    )
-
-
 def run_target(
     path: Path, *, scenario: str | None, backend: str | None, agents: int | None
 ) -> EvaluationTarget:
     """A trained run's policy on its env: ``path`` is a run folder (its latest checkpoint) or a
-    checkpoint file; ``scenario``, ``backend`` and ``agents`` change the env (``None``: the run's).
+    checkpoint file (:class:`~marlplug.runs.trained_run.TrainedRun`); ``scenario``, ``backend`` and ``agents`` change the env (``None``: the run's).
 
     Evaluating on another backend of the same scenario (train on ``vmas``, evaluate on ``mpe``)
     works where both give the agents the same observations; a scenario or agent count the networks
     were not built for is refused in one line.
 
     Raises:
-        UserError: see :func:`find_checkpoint`; the file is no marlplug checkpoint; its networks do
-            not fit the requested env; the backend is unknown.
+        UserError: see :meth:`TrainedRun.find`; its networks do not fit the requested env; the
+            backend is unknown.
     """
-    checkpoint = find_checkpoint(path)
-    state = load_checkpoint(checkpoint, option=RUN_ARGUMENT, required=(TRAINING_KEY,))
-    config = run_config(checkpoint, state)
+    run = TrainedRun.find(path, argument=RUN_ARGUMENT)
+    config, checkpoint = run.config, run.checkpoint
     backend = backend or config.env.backend
     options: dict[str, Any] = {} if agents is None else {"agents": agents}
     if scenario is None or scenario == config.env.name:
@@ -165,9 +118,7 @@ def run_target(
     else:  # another scenario, with its default options: load_policy says whether the sizes fit
         env = make_env(scenario, backend=backend, **options)
     policy = load_policy(checkpoint, env, config, option=RUN_ARGUMENT)
-    training = state[TRAINING_KEY]
-    counters = training.get("counters", {}) if isinstance(training, Mapping) else {}
-    updates, frames = counters.get("iterations"), counters.get("env_steps")
+    updates, frames = run.updates, run.frames
     trained = f"trained on {config.env.backend}, {updates} updates, {frames} frames"
     return EvaluationTarget(
         env=env,
