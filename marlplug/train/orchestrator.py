@@ -335,7 +335,6 @@ class _Run:
             timeline=folder / TIMELINE_NAME if self.coded else None,
             history=self.history,
             evaluations=self.evaluations,
-            notes=list(self.notes),
         )
         columns = rounds_columns(coded=self.coded)
         restart_rounds_csv(result.rounds_csv, columns, training.iterations)
@@ -388,8 +387,16 @@ class _Run:
         if evaluation is None or not evaluation.due(training.iterations, end):
             return
         start = time.perf_counter()
-        point = evaluation(training.theta, update=training.iterations, frames=training.env_steps)
-        self.evaluation_s += time.perf_counter() - start
+        try:
+            point = evaluation(
+                training.theta, update=training.iterations, frames=training.env_steps
+            )
+        except UserError as error:  # e.g. episodes that never end: training goes on without it
+            self.evaluation = None
+            self.notes.append(f"train.eval_every: evaluation stopped: {error}")
+            return
+        finally:
+            self.evaluation_s += time.perf_counter() - start
         for name, value in point.as_metrics().items():
             logger.log_scalar(name, value, step=training.iterations)
         self.evaluations.append(point)
@@ -425,6 +432,7 @@ class _Run:
         result.frames = training.env_steps - start_steps
         result.total_frames, result.completed = training.env_steps, training.iterations
         result.nonfinite = training.nonfinite.summary()
+        result.notes.extend(self.notes)
         if training.rounds == 0 and isinstance(training.source, WaitingSource):
             result.notes.append(training.source.never_learned_note(coded=self.coded))
         result.theta, result.opt_state = training.theta, training.opt_state

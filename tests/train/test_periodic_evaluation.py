@@ -13,9 +13,11 @@ from marlplug import load_config
 from marlplug.runs.checkpoint import load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
 from marlplug.runs.summary import summary_lines
+from marlplug.testing import register_plugin
 from marlplug.train.orchestrator import EVALUATIONS_KEY, TrainResult
 from marlplug.train.run import run_training
 from tests.cli.test_evaluate_run import MADDPG_RUN
+from tests.train import protocol_plugin
 from tests.train.helpers import SMALL_RUN
 
 RUNS = {"ppo": [*SMALL_RUN, "train.updates=3"], "maddpg": MADDPG_RUN}
@@ -89,3 +91,18 @@ def test_resumed_run_evaluates_as_one_never_stopped(tmp_path: Path) -> None:
     assert resumed.evaluations == whole.evaluations
     steps = read_scalar_csv(resumed.metrics_dir / "scalars" / "eval_return.csv")
     assert [step for step, _ in steps] == [1, 2, 3]
+
+
+def test_an_algorithm_that_cannot_act_trains_without_evaluation(tmp_path: Path) -> None:
+    overrides = [
+        "env.agents=2",
+        "algorithm.name=reward_regression",  # tests/train/protocol_plugin.py: no acting policy
+        "algorithm.steps_per_iteration=12",
+        "train.updates=2",
+        "train.eval_every=1",
+        "logging.progress=false",
+    ]
+    with register_plugin(protocol_plugin, name="test-protocol-algorithm"):
+        result = _train(tmp_path, "regression", overrides)
+    assert result.completed == 2 and result.evaluations == []
+    assert any("has no acting policy" in note for note in result.notes), result.notes
