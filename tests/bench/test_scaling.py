@@ -44,9 +44,7 @@ def test_bench_scaling_json_has_both_sweeps_and_consistent_ratios() -> None:
         shares = [row["collect_share"], row["update_share"], row["other_share"]]
         assert all(0.0 <= share <= 1.0 for share in shares) and row["collect_share"] > 0
         assert sum(shares) == pytest.approx(1.0, abs=0.01)
-        assert row["train_over_sim"] == pytest.approx(
-            row["fps"] / row["sim_steps_per_s"], abs=1e-3
-        )
+        assert row["train_over_sim"] == pytest.approx(row["fps"] / row["sim_steps_per_s"], abs=1e-3)
     for sweep in ("num_envs", "agents"):
         first, *others = [r for r in rows if r["sweep"] == sweep]
         assert first["speedup"] == 1.0
