@@ -15,7 +15,6 @@ training keeps. ``speed-up`` is each row's frames/s over the first row of its sw
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from importlib import resources
 from typing import Any
