@@ -36,7 +36,7 @@ BENCHMARKS: dict[str, LazyCommand] = {
     ),
     "scaling": LazyCommand(
         "marlplug.bench.scaling:scaling",
-        "Training frames/s on VMAS (spread_vmas config) as env copies and agents grow.",
+        "Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.",
     ),
     "train": LazyCommand(
         "marlplug.bench.train:train",
