@@ -39,7 +39,22 @@ class MinibatchPlan:
 
 
 def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
-    """Returns of the episodes that finished inside ``rollout`` (mean over agents of their returns)."""
+    """Returns of the episodes that finished inside ``rollout`` (mean over agents of their returns).
+
+    Batched over env copies (no Python loop over envs or episodes): a running sum along time per
+    copy, read at every ``done`` step, minus the copy's previous read. Episodes come env-major,
+    then in time order; the last dimension of the rollout must be time.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> reward = torch.arange(1.0, 7.0).reshape(2, 3, 1, 1)  # 2 envs, 3 steps, 1 agent
+        >>> done = torch.tensor([[False, True, True], [False, False, False]]).unsqueeze(-1)
+        >>> rollout = TensorDict({("next", "agent", "reward"): reward, ("next", "done"): done},
+        ...                      batch_size=[2, 3])
+        >>> episode_returns(rollout, ["agent"]).tolist()
+        [3.0, 3.0]
+    """
     rewards = torch.cat(
         [
             rollout.get(("next", group, "reward")).flatten(len(rollout.batch_size))
@@ -50,15 +65,14 @@ def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
     done = rollout.get(("next", "done")).reshape(rewards.shape)
     rewards = rewards.reshape(-1, rewards.shape[-1])  # [envs, T]
     done = done.reshape(-1, done.shape[-1])
-    finished: list[torch.Tensor] = []
-    for env_rewards, env_done in zip(rewards, done, strict=True):
-        running = torch.cumsum(env_rewards, 0)
-        ends = torch.nonzero(env_done).flatten()
-        previous = torch.tensor(0.0)
-        for end in ends.tolist():
-            finished.append(running[end] - previous)
-            previous = running[end]
-    return torch.stack(finished) if finished else torch.zeros(0)
+    running = torch.cumsum(rewards, dim=1)
+    env_index, step = torch.nonzero(done, as_tuple=True)  # row-major: env, then time
+    at_end = running[env_index, step]
+    previous = torch.zeros_like(at_end)
+    if at_end.numel() > 1:
+        same_env = env_index[1:] == env_index[:-1]
+        previous[1:] = torch.where(same_env, at_end[:-1], previous[1:])
+    return at_end - previous
 
 
 class PpoRollouts:
@@ -147,7 +161,10 @@ class PpoRollouts:
         loss seed)`` for every step of ``n_epochs`` epochs, both drawn from ``(seed, iteration)``."""
         with torch.no_grad():
             self.loss.value_estimator(rollout)
-        rows = rollout.reshape(-1)
+        # The loss reads only the step's own entries (GAE has written advantages and value
+        # targets): gathering "next" and the collector's bookkeeping into every minibatch would
+        # roughly double the copy per minibatch for nothing.
+        rows = rollout.exclude("next", "collector").reshape(-1)
         generator = torch.Generator().manual_seed(derive_seed(self.seed, iteration, 1))
         for epoch in range(self.plan.n_epochs):
             for step, indices in enumerate(self._indices(rows.shape[0], generator)):

@@ -34,6 +34,10 @@ BENCHMARKS: dict[str, LazyCommand] = {
         "marlplug.bench.loss:loss",
         "JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor.",
     ),
+    "scaling": LazyCommand(
+        "marlplug.bench.scaling:scaling",
+        "Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.",
+    ),
     "train": LazyCommand(
         "marlplug.bench.train:train",
         "`marlplug train` vs a plain TorchRL MAPPO pipeline: frames/s and final mean return.",
