@@ -30,7 +30,7 @@ from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
 from marlplug.envs.policies import random_policy
 from marlplug.plotting import saved_figure
-from marlplug.registry import get_component
+from marlplug.plugins import get_component
 from marlplug.train.orchestrator import run
 
 #: The paper's four scenarios (marlplug names).
@@ -122,7 +122,7 @@ def evaluation_curve(
 
 def random_return(scenario: str, agents: int | None, episodes: int, seed: int) -> float:
     """The uniform random policy's mean team return (the curves' floor)."""
-    options = {} if agents is None else {"agents": agents}
+    options: dict[str, Any] = {} if agents is None else {"agents": agents}
     env = make_env(scenario, seed=0, **options)
     try:
         return evaluate(env, random_policy(env), episodes=episodes, seed=seed).mean
@@ -259,7 +259,11 @@ def main(
     json_path: Path | None,
 ) -> None:
     """Train centralized and coded MADDPG and compare their greedy evaluation curves."""
+    import torch
     import yaml
+
+    # Evaluation steps tiny networks: one thread (the collector and the update set theirs).
+    torch.set_num_threads(1)
 
     options = {}
     for item in sets:
