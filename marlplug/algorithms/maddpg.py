@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgProgram
+from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgPolicy, MaddpgProgram
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.config import MAX_WIDTH, Options
 from marlplug.envs.flat import MultiAgentEnvAdapter
@@ -70,6 +70,14 @@ class MaddpgOptions(Options):
     )
     actor_regularization: float = Field(
         1e-3, ge=0, description="Weight of the mean squared actor output (the authors' 1e-3)."
+    )
+    hard_actions: bool = Field(
+        True,
+        description=(
+            "Discrete agents: the critic sees one-hot Gumbel samples for the target and the actor's "
+            "own action (straight-through gradient), as the env and the replay buffer see them; "
+            "false: the authors' soft Gumbel-softmax vectors."
+        ),
     )
     exploration_std: float = Field(
         0.1, ge=0, description="Gaussian exploration noise for continuous actions."
@@ -135,7 +143,10 @@ class MADDPG:
     def bind(self, env: EnvBase, config: MarlplugConfig | None = None) -> MaddpgProgram:
         """The update program for ``env``'s agents (MADDPG reads its own options, not ``config``)."""
         del config
-        return self.program(MultiAgentEnvAdapter(env).agents)
+        adapter = MultiAgentEnvAdapter(env)
+        program = self.program(adapter.agents)
+        program.policy = MaddpgPolicy(program, adapter)
+        return program
 
     def rollouts(
         self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
+from torchrl.envs.utils import ExplorationType, exploration_type
 
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import StateCodec
+from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.nn.functional import (
     gumbel_from_uniform_,
     gumbel_noise,
@@ -59,6 +61,8 @@ class MaddpgProgram:
 
     def __init__(self, options: MaddpgOptions, agents: Sequence[AgentSpace]) -> None:
         self.options = options
+        #: The acting policy over an env (set by :meth:`MADDPG.bind`; ``None`` for a bare program).
+        self.policy: MaddpgPolicy | None = None
         self.agents = list(agents)
         self.num_agents = len(self.agents)
         self.obs_dim, self.action_dim = padded_dims(self.agents)
@@ -88,6 +92,13 @@ class MaddpgProgram:
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a learner process receives: the update's structure, not the acting side (the policy
+        holds the env)."""
+        state = dict(self.__dict__)
+        state["policy"] = None
+        return state
 
     # ------------------------------------------------------------------ state
 
@@ -153,6 +164,13 @@ class MaddpgProgram:
                 continuous = (continuous + noise).clamp(-1, 1)
             continuous = continuous * mask
             return torch.where(self.discrete.reshape(1, -1, 1), one_hot, continuous)
+
+    def load(self, theta: torch.Tensor) -> None:
+        """Act with ``theta`` ``[M, P]`` from now on (what :func:`~marlplug.runs.checkpoint.load_policy`
+        calls); needs a bound :attr:`policy`."""
+        if self.policy is None:
+            raise ValueError("this program has no policy: bind it to an env first (MADDPG.bind)")
+        self.policy.theta = theta.detach().clone()
 
     def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
         """Map continuous actions from ``[-1, 1]`` to each agent's ``[low, high]`` (discrete unchanged)."""
@@ -374,16 +392,20 @@ class MaddpgProgram:
         return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
 
     def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """``[S, B, M * A]`` soft joint actions: Gumbel-softmax or tanh per agent, padding zeroed.
+        """``[S, B, M * A]`` joint target actions: a Gumbel sample (one-hot with ``hard_actions``,
+        else its softmax) or tanh per agent, padding zeroed.
 
         ``raw`` ``[M, B, A]`` is shared by the ``S`` replicas; only ``noise`` ``[S, M, B, A]`` differs.
         """
         count, _, batch_size, _ = noise.shape
         mask = self.action_mask.reshape(self.num_agents, 1, -1)
         logits = raw.masked_fill(~mask, _MASKED_LOGIT) + noise
-        # Softmax over a last dimension of a handful of actions runs row by row; laid out with the
-        # batch innermost it vectorizes over the batch instead (an order of magnitude faster).
-        soft = torch.softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
+        if self.options.hard_actions:  # the target needs no gradient: the one-hot sample alone
+            soft = torch.nn.functional.one_hot(logits.argmax(-1), self.action_dim).to(raw.dtype)
+        else:
+            # Softmax over a last dimension of a handful of actions runs row by row; laid out with
+            # the batch innermost it vectorizes over the batch instead (an order of magnitude faster).
+            soft = torch.softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
         continuous = torch.tanh(raw) * mask
         actions = torch.where(self.discrete.reshape(-1, 1, 1), soft, continuous)
         return actions.transpose(1, 2).reshape(count, batch_size, -1)
@@ -391,8 +413,39 @@ class MaddpgProgram:
     def _own_policy_action(
         self, raw: torch.Tensor, index: torch.Tensor, noise: torch.Tensor
     ) -> torch.Tensor:
-        """``[S, B, A]`` each updated agent's own differentiable policy action."""
+        """``[S, B, A]`` each updated agent's own differentiable policy action: the Gumbel-softmax
+        sample (its one-hot, with the softmax's gradient, under ``hard_actions``) or tanh."""
         mask = self.action_mask.index_select(0, index).unsqueeze(1)
-        soft = torch.softmax(raw.masked_fill(~mask, _MASKED_LOGIT) + noise, dim=-1)
+        perturbed = raw.masked_fill(~mask, _MASKED_LOGIT) + noise
+        soft = torch.softmax(perturbed, dim=-1)
+        if self.options.hard_actions:
+            # Straight-through: the critic sees the one-hot sample, the gradient is the softmax's.
+            hard = torch.nn.functional.one_hot(perturbed.argmax(-1), self.action_dim).to(soft.dtype)
+            soft = soft + (hard - soft).detach()
         continuous = torch.tanh(raw) * mask
         return torch.where(self.discrete.index_select(0, index).reshape(-1, 1, 1), soft, continuous)
+
+
+class MaddpgPolicy(torch.nn.Module):
+    """MADDPG's actors as a TensorDict policy over an env: observations in, each group's actions out.
+
+    Under TorchRL's ``DETERMINISTIC`` exploration type (what :func:`~marlplug.envs.evaluate.evaluate`
+    sets by default) every agent takes its actor's argmax (discrete) or ``tanh`` mean (continuous);
+    otherwise it samples as in training (Gumbel-max / Gaussian noise), from torch's global RNG.
+
+    Args:
+        program: the program whose :meth:`MaddpgProgram.act` is used.
+        adapter: the env's flat view (reads observations, writes actions).
+    """
+
+    def __init__(self, program: MaddpgProgram, adapter: MultiAgentEnvAdapter) -> None:
+        super().__init__()
+        self.program = program
+        self.adapter = adapter
+        self.theta = torch.zeros(program.num_agents, program.theta_size)
+
+    def forward(self, td: TensorDictBase) -> TensorDictBase:
+        explore = exploration_type() not in (ExplorationType.DETERMINISTIC, ExplorationType.MODE)
+        obs = self.adapter.observations(td)
+        actions = self.program.act(self.theta, obs, explore=explore)
+        return self.adapter.write_actions(td, self.program.env_scale(actions))

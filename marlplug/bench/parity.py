@@ -1,46 +1,72 @@
 """Learning parity, like the paper's reward figure: coded MADDPG against centralized MADDPG, same seed,
-both trained by ``marlplug train``'s orchestrator.
+both trained by ``marlplug train``'s orchestrator, both evaluated with deterministic actions.
 
-``python -m marlplug.bench.parity --iterations 60 --plot docs/images/coding_parity.png`` trains both
-on cooperative navigation (M = 8, VMAS) — the coded run with ``mds`` on N = 15 learners and k = 2
-stragglers on the simulated clock — and plots the two return curves.
+A run is cut into chunks: after each chunk of ``--eval-every`` iterations the orchestrator stops
+(writing its checkpoint) and the run's actors are evaluated on fixed evaluation episodes
+(:func:`marlplug.envs.evaluate.evaluate`, greedy actions); the next chunk resumes the run, which is
+bit-identical to a run never stopped. So a curve is the evaluation return against env steps, not
+the noisy return of the exploring training episodes.
+
+``python -m marlplug.bench.parity --scenario cooperative_navigation --iterations 1500
+--eval-every 150 --seeds 0 1 2 --plot docs/images/coding_parity.png`` trains, per scenario,
+centralized MADDPG for every seed and coded MADDPG (``mds`` on N learners, k stragglers, simulated
+clock) for the first seed, and plots every curve with the random policy's return as a reference.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from marlplug.config import load_config
+from marlplug.config import MarlplugConfig, load_config
+from marlplug.envs import make_env
+from marlplug.envs.evaluate import evaluate
+from marlplug.envs.policies import random_policy
 from marlplug.plotting import saved_figure
-from marlplug.train.coded_run import run_maddpg
+from marlplug.plugins import get_component
+from marlplug.train.orchestrator import run
+
+#: The paper's four scenarios (marlplug names).
+SCENARIOS = ("cooperative_navigation", "predator_prey", "physical_deception", "keep_away")
 
 
-def return_curve(
-    coded: bool,
+def parity_config(
+    scenario: str,
     *,
+    coded: bool,
     iterations: int,
-    agents: int,
+    agents: int | None,
     learners: int,
     stragglers: int,
     delay_s: float,
-    env_backend: str,
-    num_envs: int,
     seed: int,
     options: dict[str, Any],
-) -> list[float]:
-    """Mean episode return per iteration (NaN where no episode ended) of one ``marlplug train`` run:
-    the same config with and without its ``coding:`` section."""
+) -> MarlplugConfig:
+    """The run's config: MADDPG on ``scenario`` (mpe backend), with a ``coding:`` section if
+    ``coded`` (``mds`` on ``learners`` learners, ``stragglers`` delayed by ``delay_s`` on the
+    simulated clock).
+
+    Examples:
+        >>> config = parity_config("cooperative_navigation", coded=True, iterations=10, agents=3,
+        ...     learners=5, stragglers=1, delay_s=0.25, seed=0, options={})
+        >>> config.coding.scheme, config.coding.learners, config.train.updates
+        ('mds', 5, 10)
+    """
+    env: dict[str, Any] = {"name": scenario, "backend": "mpe"}
+    if agents is not None:
+        env["agents"] = agents
     data: dict[str, Any] = {
         "seed": seed,
-        "env": {"name": "cooperative_navigation", "backend": env_backend, "agents": agents},
+        "env": env,
         "algorithm": {"name": "maddpg", **options},
-        "train": {"updates": iterations, "num_envs": num_envs},
+        "train": {"updates": iterations, "checkpoint_every": iterations},
         "logging": {"progress": False},
     }
     if coded:
@@ -50,73 +76,217 @@ def return_curve(
             "clock": "simulated",
             "stragglers": {"count": stragglers, "delay_s": delay_s},
         }
-    with tempfile.TemporaryDirectory() as folder:
-        result = run_maddpg(load_config(data=data), run_dir=Path(folder) / "run")
-    return [log.episode_return for log in result.iterations]
+    return load_config(data=data)
 
 
-def plot_parity(curves: dict[str, list[float]], path: Path) -> Path:
-    """Both return curves on one axis."""
-    with saved_figure(path, figsize=(6, 3.5)) as (_, axes):
-        for (label, curve), style in zip(curves.items(), ("-", "--"), strict=False):
-            points = [(i, r) for i, r in enumerate(curve) if not math.isnan(r)]
-            axes.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
-        axes.set_xlabel("iteration (100 env steps + one update)")
-        axes.set_ylabel("episode return (sum over agents)")
-        axes.set_title("cooperative navigation, M = 8: coded vs centralized MADDPG")
-        axes.legend()
+def evaluation_curve(
+    config: MarlplugConfig, *, eval_every: int, episodes: int, folder: Path
+) -> list[dict[str, float]]:
+    """Train ``config`` for ``config.train.updates`` iterations in chunks of ``eval_every``;
+    after each chunk (and before the first) evaluate the actors on ``episodes`` greedy episodes.
+
+    Returns:
+        One point per evaluation: ``iteration``, ``env_steps``, ``return`` (team, mean over the
+        episodes) and the mean return of each agent group (``return/<group>``).
+    """
+    env = make_env(
+        config.env.name, backend=config.env.backend, seed=0, **config.env.options.model_dump()
+    )
+    algorithm = get_component("algorithm", config.algorithm.name, field="algorithm.name")(
+        **config.algorithm.options.model_dump()
+    )
+    program = algorithm.bind(env, config)
+    run_dir = folder / "run"
+    points: list[dict[str, float]] = []
+
+    def point(theta: Any, iteration: int, env_steps: int) -> None:
+        program.load(theta)
+        result = evaluate(env, program.policy, episodes=episodes, seed=config.seed)
+        entry = {"iteration": iteration, "env_steps": env_steps, "return": result.mean}
+        entry.update({f"return/{g}": v for g, v in result.group_means.items()})
+        points.append(entry)
+
+    point(program.init_state(config.seed)[0], 0, 0)
+    done = 0
+    while done < config.train.updates:
+        target = min(done + eval_every, config.train.updates)
+        if done == 0:
+            result = run(config, iterations=target, run_dir=run_dir, progress=False)
+        else:
+            result = run(config, iterations=target, resume_dir=run_dir, progress=False)
+        done = target
+        point(result.theta, done, result.total_frames)
+    env.close()
+    return points
+
+
+def random_return(scenario: str, agents: int | None, episodes: int, seed: int) -> float:
+    """The uniform random policy's mean team return (the curves' floor)."""
+    options: dict[str, Any] = {} if agents is None else {"agents": agents}
+    env = make_env(scenario, seed=0, **options)
+    try:
+        return evaluate(env, random_policy(env), episodes=episodes, seed=seed).mean
+    finally:
+        env.close()
+
+
+def plot_curves(results: dict[str, Any], path: Path) -> Path:
+    """One panel per scenario: every centralized seed, the coded run(s) dashed, random dotted."""
+    scenarios = list(results)
+    columns = min(2, len(scenarios))
+    rows = math.ceil(len(scenarios) / columns)
+    with saved_figure(
+        path, figsize=(5.5 * columns, 3.6 * rows), nrows=rows, ncols=columns, squeeze=False
+    ) as (_, grid):
+        for axes, scenario in zip(grid.flat, scenarios, strict=False):
+            entry = results[scenario]
+            for kind, style in (("centralized", "-"), ("coded", "--")):
+                for seed, curve in entry[kind].items():
+                    axes.plot(
+                        [p["env_steps"] for p in curve],
+                        [p["return"] for p in curve],
+                        style,
+                        marker="o" if kind == "centralized" else "x",
+                        markersize=3,
+                        label=f"{kind} seed {seed}"
+                        if kind == "centralized"
+                        else entry["coded_label"],
+                    )
+            axes.axhline(entry["random"], color="grey", linestyle=":", label="random policy")
+            axes.set_title(f"{scenario.replace('_', ' ')}, M = {entry['agents']}", fontsize=9)
+            axes.set_xlabel("env steps")
+            axes.set_ylabel("greedy evaluation return (team)")
+            axes.legend(fontsize=7)
+        for axes in list(grid.flat)[len(scenarios) :]:
+            axes.axis("off")
     return path
 
 
-@click.command()
-@click.option("--iterations", type=int, default=60, show_default=True)
-@click.option("--agents", type=int, default=8, show_default=True)
-@click.option("--learners", type=int, default=15, show_default=True)
-@click.option("--stragglers", type=int, default=2, show_default=True)
-@click.option(
-    "--env-backend", type=click.Choice(["mpe", "vmas"]), default="vmas", show_default=True
-)
-@click.option("--num-envs", type=int, default=8, show_default=True)
-@click.option("--learning-starts", type=int, default=1024, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--plot", type=click.Path(path_type=Path), default=None)
-def main(
+def parity(
+    scenarios: Sequence[str],
+    *,
     iterations: int,
+    eval_every: int,
+    episodes: int,
+    seeds: Sequence[int],
+    agents: int | None,
+    learners: int,
+    stragglers: int,
+    coded_seeds: int,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Per scenario: centralized curves for ``seeds``, coded curves for the first ``coded_seeds``
+    of them, the random return, and the largest gap between a coded curve and its seed's
+    centralized one."""
+    results: dict[str, Any] = {}
+    for scenario in scenarios:
+        entry: dict[str, Any] = {
+            "agents": agents,
+            "coded_label": f"coded (mds, N={learners}, k={stragglers})",
+            "centralized": {},
+            "coded": {},
+        }
+        for index, seed in enumerate(seeds):
+            kinds = [False, True] if index < coded_seeds else [False]
+            for coded in kinds:
+                config = parity_config(
+                    scenario,
+                    coded=coded,
+                    iterations=iterations,
+                    agents=agents,
+                    learners=learners,
+                    stragglers=stragglers,
+                    delay_s=0.25,
+                    seed=seed,
+                    options=options,
+                )
+                entry["agents"] = config.env.options.model_dump().get("agents", agents)
+                with tempfile.TemporaryDirectory() as folder:
+                    curve = evaluation_curve(
+                        config, eval_every=eval_every, episodes=episodes, folder=Path(folder)
+                    )
+                entry["coded" if coded else "centralized"][seed] = curve
+        entry["random"] = random_return(scenario, agents, episodes, seeds[0])
+        gaps = [
+            abs(a["return"] - b["return"])
+            for seed, coded_curve in entry["coded"].items()
+            for a, b in zip(coded_curve, entry["centralized"][seed], strict=True)
+        ]
+        entry["max_abs_difference"] = max(gaps, default=0.0)
+        finals = [curve[-1]["return"] for curve in entry["centralized"].values()]
+        entry["final_median"] = statistics.median(finals)
+        results[scenario] = entry
+    return results
+
+
+@click.command()
+@click.option(
+    "--scenario",
+    "scenarios",
+    type=click.Choice(SCENARIOS),
+    multiple=True,
+    default=("cooperative_navigation",),
+    show_default=True,
+)
+@click.option("--iterations", type=int, default=1500, show_default=True)
+@click.option("--eval-every", type=int, default=150, show_default=True)
+@click.option("--episodes", type=int, default=50, show_default=True)
+@click.option("--seeds", type=int, multiple=True, default=(0,), show_default=True)
+@click.option("--coded-seeds", type=int, default=1, show_default=True)
+@click.option("--agents", type=int, default=3, show_default=True)
+@click.option("--learners", type=int, default=5, show_default=True)
+@click.option("--stragglers", type=int, default=1, show_default=True)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    help="algorithm option, e.g. --set learning_starts=5000 (YAML value)",
+)
+@click.option("--plot", type=click.Path(path_type=Path), default=None)
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None)
+def main(
+    scenarios: tuple[str, ...],
+    iterations: int,
+    eval_every: int,
+    episodes: int,
+    seeds: tuple[int, ...],
+    coded_seeds: int,
     agents: int,
     learners: int,
     stragglers: int,
-    env_backend: str,
-    num_envs: int,
-    learning_starts: int,
-    seed: int,
+    sets: tuple[str, ...],
     plot: Path | None,
+    json_path: Path | None,
 ) -> None:
-    """Train centralized and coded MADDPG with the same seed and compare their return curves."""
-    options = {"learning_starts": learning_starts}
-    common = dict(
+    """Train centralized and coded MADDPG and compare their greedy evaluation curves."""
+    import torch
+    import yaml
+
+    # Evaluation steps tiny networks: one thread (the collector and the update set theirs).
+    torch.set_num_threads(1)
+
+    options = {}
+    for item in sets:
+        key, _, value = item.partition("=")
+        options[key] = yaml.safe_load(value)
+    results = parity(
+        scenarios,
         iterations=iterations,
+        eval_every=eval_every,
+        episodes=episodes,
+        seeds=seeds,
         agents=agents,
         learners=learners,
         stragglers=stragglers,
-        delay_s=0.25,
-        env_backend=env_backend,
-        num_envs=num_envs,
-        seed=seed,
+        coded_seeds=coded_seeds,
         options=options,
     )
-    curves = {
-        "centralized": return_curve(False, **common),  # type: ignore[arg-type]
-        f"coded (mds, N={learners}, k={stragglers})": return_curve(True, **common),  # type: ignore[arg-type]
-    }
     if plot is not None:
-        plot_parity(curves, plot)
-    first, second = curves.values()
-    gaps = [
-        abs(a - b)
-        for a, b in zip(first, second, strict=True)
-        if not (math.isnan(a) or math.isnan(b))
-    ]
-    click.echo(json.dumps({"curves": curves, "max_abs_difference": max(gaps, default=0.0)}))
+        plot_curves(results, plot)
+    text = json.dumps(results)
+    if json_path is not None:
+        json_path.write_text(text)
+    click.echo(text)
 
 
 if __name__ == "__main__":

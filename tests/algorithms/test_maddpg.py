@@ -172,7 +172,7 @@ def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
 
 
 def test_policy_actions_are_gumbel_softmax_samples_in_joint_layout() -> None:
-    program = make_program(3)  # agent 1 has 4 of the padded 5 actions
+    program = make_program(3, hard_actions=False)  # agent 1 has 4 of the padded 5 actions
     generator = torch.Generator().manual_seed(0)
     raw = torch.randn(3, 16, program.action_dim, generator=generator)
     noise = torch.randn(2, 3, 16, program.action_dim, generator=generator)
@@ -181,6 +181,30 @@ def test_policy_actions_are_gumbel_softmax_samples_in_joint_layout() -> None:
     expected = torch.softmax(raw.masked_fill(~mask, -1e9) + noise, dim=-1).transpose(1, 2)
     torch.testing.assert_close(actions, expected, rtol=1e-5, atol=1e-7)
     assert torch.equal(actions[..., 1, 4], torch.zeros(2, 16))
+
+
+def test_hard_actions_are_one_hot_samples_with_the_softmax_gradient() -> None:
+    program = make_program(3)  # hard_actions by default; agent 1 has 4 of the padded 5 actions
+    generator = torch.Generator().manual_seed(0)
+    raw = torch.randn(3, 16, program.action_dim, generator=generator)
+    noise = torch.randn(2, 3, 16, program.action_dim, generator=generator)
+    mask = program.action_mask.reshape(1, 3, 1, -1)
+    perturbed = raw.masked_fill(~mask, -1e9) + noise
+    # The target: the one-hot Gumbel-max sample, as the buffer stores the acted sample.
+    actions = program._policy_actions(raw, noise).reshape(2, 16, 3, program.action_dim)
+    expected = torch.nn.functional.one_hot(perturbed.argmax(-1), program.action_dim).float()
+    assert torch.equal(actions, expected.transpose(1, 2))
+    # The actor's own action: one-hot forward, softmax backward (straight-through).
+    index = torch.tensor([0, 1])
+    own_raw = raw[:2].clone().requires_grad_(True)
+    own = program._own_policy_action(own_raw, index, noise[0, :2])
+    assert torch.equal(own.detach(), expected[0, :2])
+    weights = torch.randn(own.shape, generator=generator)
+    (grad,) = torch.autograd.grad((own * weights).sum(), own_raw)
+    soft_raw = raw[:2].clone().requires_grad_(True)
+    soft = torch.softmax(soft_raw.masked_fill(~mask[0, :2], -1e9) + noise[0, :2], dim=-1)
+    (expected_grad,) = torch.autograd.grad((soft * weights).sum(), soft_raw)
+    torch.testing.assert_close(grad, expected_grad)
 
 
 def test_update_moves_params_targets_and_optimizer_and_is_seeded() -> None:
