@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgPolicy, MaddpgProgram
+from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgProgram
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.config import MAX_WIDTH, Options
 from marlplug.envs.flat import MultiAgentEnvAdapter
@@ -143,10 +143,7 @@ class MADDPG:
     def bind(self, env: EnvBase, config: MarlplugConfig | None = None) -> MaddpgProgram:
         """The update program for ``env``'s agents (MADDPG reads its own options, not ``config``)."""
         del config
-        adapter = MultiAgentEnvAdapter(env)
-        program = self.program(adapter.agents)
-        program.policy = MaddpgPolicy(program, adapter)
-        return program
+        return self.program(MultiAgentEnvAdapter(env).agents)
 
     def rollouts(
         self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
-from torchrl.envs.utils import ExplorationType, exploration_type
 
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.nn.functional import (
     gumbel_from_uniform_,
     gumbel_noise,
@@ -61,8 +59,6 @@ class MaddpgProgram:
 
     def __init__(self, options: MaddpgOptions, agents: Sequence[AgentSpace]) -> None:
         self.options = options
-        #: The acting policy over an env (set by :meth:`MADDPG.bind`; ``None`` for a bare program).
-        self.policy: MaddpgPolicy | None = None
         self.agents = list(agents)
         self.num_agents = len(self.agents)
         self.obs_dim, self.action_dim = padded_dims(self.agents)
@@ -92,13 +88,6 @@ class MaddpgProgram:
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
-
-    def __getstate__(self) -> dict[str, object]:
-        """What a learner process receives: the update's structure, not the acting side (the policy
-        holds the env)."""
-        state = dict(self.__dict__)
-        state["policy"] = None
-        return state
 
     # ------------------------------------------------------------------ state
 
@@ -164,13 +153,6 @@ class MaddpgProgram:
                 continuous = (continuous + noise).clamp(-1, 1)
             continuous = continuous * mask
             return torch.where(self.discrete.reshape(1, -1, 1), one_hot, continuous)
-
-    def load(self, theta: torch.Tensor) -> None:
-        """Act with ``theta`` ``[M, P]`` from now on (what :func:`~marlplug.runs.checkpoint.load_policy`
-        calls); needs a bound :attr:`policy`."""
-        if self.policy is None:
-            raise ValueError("this program has no policy: bind it to an env first (MADDPG.bind)")
-        self.policy.theta = theta.detach().clone()
 
     def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
         """Map continuous actions from ``[-1, 1]`` to each agent's ``[low, high]`` (discrete unchanged)."""
@@ -424,28 +406,3 @@ class MaddpgProgram:
             soft = soft + (hard - soft).detach()
         continuous = torch.tanh(raw) * mask
         return torch.where(self.discrete.index_select(0, index).reshape(-1, 1, 1), soft, continuous)
-
-
-class MaddpgPolicy(torch.nn.Module):
-    """MADDPG's actors as a TensorDict policy over an env: observations in, each group's actions out.
-
-    Under TorchRL's ``DETERMINISTIC`` exploration type (what :func:`~marlplug.envs.evaluate.evaluate`
-    sets by default) every agent takes its actor's argmax (discrete) or ``tanh`` mean (continuous);
-    otherwise it samples as in training (Gumbel-max / Gaussian noise), from torch's global RNG.
-
-    Args:
-        program: the program whose :meth:`MaddpgProgram.act` is used.
-        adapter: the env's flat view (reads observations, writes actions).
-    """
-
-    def __init__(self, program: MaddpgProgram, adapter: MultiAgentEnvAdapter) -> None:
-        super().__init__()
-        self.program = program
-        self.adapter = adapter
-        self.theta = torch.zeros(program.num_agents, program.theta_size)
-
-    def forward(self, td: TensorDictBase) -> TensorDictBase:
-        explore = exploration_type() not in (ExplorationType.DETERMINISTIC, ExplorationType.MODE)
-        obs = self.adapter.observations(td)
-        actions = self.program.act(self.theta, obs, explore=explore)
-        return self.adapter.write_actions(td, self.program.env_scale(actions))

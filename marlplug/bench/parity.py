@@ -25,9 +25,11 @@ from typing import Any
 
 import click
 
+from marlplug.algorithms.acting import acting_policy
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
+from marlplug.errors import UserError
 from marlplug.envs.policies import random_policy
 from marlplug.plotting import saved_figure
 from marlplug.plugins import get_component
@@ -100,8 +102,10 @@ def evaluation_curve(
     points: list[dict[str, float]] = []
 
     def point(theta: Any, iteration: int, env_steps: int) -> None:
-        program.load(theta)
-        result = evaluate(env, program.policy, episodes=episodes, seed=config.seed)
+        policy = acting_policy(program, env, theta)
+        if policy is None:
+            raise UserError(f"algorithm.name: '{config.algorithm.name}' has no acting policy")
+        result = evaluate(env, policy, episodes=episodes, seed=config.seed)
         entry = {"iteration": iteration, "env_steps": env_steps, "return": result.mean}
         entry.update({f"return/{g}": v for g, v in result.group_means.items()})
         points.append(entry)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from marlplug.algorithms.acting import acting_policy
 from marlplug.algorithms.maddpg import MADDPG
 from marlplug.config import load_config
 from marlplug.envs import make_env
@@ -32,18 +33,18 @@ def test_deterministic_actions_are_the_actors_argmax() -> None:
     env = make_env("cooperative_navigation", agents=2, seed=0)
     program = MADDPG(hidden_sizes=[8]).bind(env)
     theta, _ = program.init_state(3)
-    program.load(theta)
-    assert program.policy is not None
+    policy = acting_policy(program, env, theta)
+    assert policy is not None
     td = env.reset()
     obs = MultiAgentEnvAdapter(env).observations(td)
     greedy = program.actor_output(theta, obs).argmax(-1).T  # [E, M]
     with set_exploration_type(ExplorationType.DETERMINISTIC):
-        acted = program.policy(td.clone())["agent", "action"]
+        acted = policy(td.clone())["agent", "action"]
     assert torch.equal(acted, greedy.squeeze(0))
     # Exploring samples from torch's global RNG: not always the argmax.
     torch.manual_seed(0)
     with set_exploration_type(ExplorationType.RANDOM):
-        sampled = torch.stack([program.policy(td.clone())["agent", "action"] for _ in range(20)])
+        sampled = torch.stack([policy(td.clone())["agent", "action"] for _ in range(20)])
     assert bool((sampled != greedy.squeeze(0)).any())
 
 
