@@ -29,8 +29,8 @@ from marlplug.algorithms.acting import acting_policy
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
-from marlplug.errors import UserError
 from marlplug.envs.policies import random_policy
+from marlplug.errors import UserError
 from marlplug.plotting import saved_figure
 from marlplug.plugins import get_component
 from marlplug.train.orchestrator import run
