@@ -30,6 +30,7 @@ from marlplug.losses.ppo_keys import (
 from marlplug.losses.ppo_options import CriticLossType
 from marlplug.losses.ppo_terms import PpoSettings, group_terms
 from marlplug.losses.torchrl_api import TorchRLConventions
+from marlplug.nn.value_norm import value_normalizer
 from marlplug.optim.agent_layout import agent_count
 
 __all__ = ["CriticLossType", "JointPPOLoss", "sum_losses"]
@@ -217,7 +218,21 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             advantage_eps=self.advantage_eps,
             samples_mc_entropy=self.samples_mc_entropy,
         )
+        value_target = _require(
+            self._entry(tensordict, "value_target", group), self._key("value_target", group)
+        )
+        old_value = tensordict.get(self._key("value", group), None) if self.clip_value else None
+        normalizer = value_normalizer(critic)
+        if normalizer is not None and normalizer.training and torch.is_grad_enabled():
+            # MAPPO's ValueNorm: fold this minibatch's targets into the statistics first (a
+            # training step; a loss evaluated under no_grad leaves them alone).
+            normalizer.update(value_target)
         value = critic(tensordict.select(*critic.in_keys)).get(self._key("value", group))
+        if normalizer is not None:
+            # The value loss, its clipping and explained variance in standardized units: the
+            # critic's network is trained on targets of unit scale whatever the returns' scale.
+            value, value_target = normalizer.normalize(value), normalizer.normalize(value_target)
+            old_value = None if old_value is None else normalizer.normalize(old_value)
         terms: dict[str, Any] = dict(
             group_terms(
                 settings,
@@ -230,11 +245,9 @@ class JointPPOLoss(TorchRLConventions, LossModule):
                 _require(
                     self._entry(tensordict, "advantage", group), self._key("advantage", group)
                 ),
-                _require(
-                    self._entry(tensordict, "value_target", group), self._key("value_target", group)
-                ),
+                value_target,
                 value,
-                tensordict.get(self._key("value", group), None) if self.clip_value else None,
+                old_value,
                 n_agents,
             )
         )
