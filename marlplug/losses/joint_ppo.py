@@ -29,6 +29,7 @@ from marlplug.losses.ppo_keys import (
 )
 from marlplug.losses.ppo_options import CriticLossType
 from marlplug.losses.ppo_terms import PpoSettings, group_terms
+from marlplug.losses.redundancy import mean_abs_correlation
 from marlplug.losses.torchrl_api import TorchRLConventions
 from marlplug.nn.value_norm import value_normalizer
 from marlplug.optim.agent_layout import agent_count
@@ -49,7 +50,8 @@ class JointPPOLoss(TorchRLConventions, LossModule):
     (× ``-entropy_coeff``) reduced by ``reduction`` over rows and agents; one ``loss_<name>`` per aux
     loss (**add it to your total**: :func:`sum_losses` sums every ``loss_*``); detached diagnostics
     ``clip_fraction``, ``kl_approx``, ``entropy``, ``explained_variance``, ``ESS``, ``max_ratio``,
-    ``mean_ratio`` (+ ``value_clip_fraction``), per agent under ``<group>`` and aux statistics under
+    ``mean_ratio`` (+ ``value_clip_fraction``), ``feature_abs_corr`` (mean ``|corr|`` between two
+    agents' encoder features, :func:`~marlplug.losses.redundancy.mean_abs_correlation`), per agent under ``<group>`` and aux statistics under
     ``("aux_stats", <name>)``.
 
     Keys (:meth:`set_keys`, TorchRL's names plus ``features``) are absolute (``("agents",
@@ -313,15 +315,13 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         out.set("kl_approx", diagnostic("kl_approx").mean())
         out.set("max_ratio", ratio.max())
         out.set("mean_ratio", ratio.mean())
-        self._add_aux(
-            out,
-            [
-                z
-                for g in self.groups
-                if (f := terms[g]["features"]) is not None
-                for z in f.unbind(-2)
-            ],
-        )
+        features = [
+            z for g in self.groups if (f := terms[g]["features"]) is not None for z in f.unbind(-2)
+        ]
+        if len(features) >= 2:
+            # What the redundancy penalty acts on, logged with or without it (docs/joint_ppo.md).
+            out.set("feature_abs_corr", mean_abs_correlation(features))
+        self._add_aux(out, features)
         for group in self.groups:
             stats = {
                 name.removeprefix("diag/"): value
