@@ -44,6 +44,8 @@ class PPO:
         feature_dim: width of each agent's encoder features.
         centralized_critic: critics see every agent's observation (MAPPO); ``False``: IPPO.
         adam_eps: Adam's ε.
+        value_norm: critics predict standardized returns
+            (:class:`~marlplug.nn.value_norm.ValueNormalizer`).
 
     Examples:
         >>> PPO(hidden_size=32).hidden_size
@@ -61,6 +63,11 @@ class PPO:
         )
         centralized_critic: bool = Field(True, description="MAPPO critics (else IPPO).")
         adam_eps: float = Field(1e-8, gt=0.0, description="Adam's epsilon.")
+        value_norm: bool = Field(
+            False,
+            description="Critics predict standardized returns (MAPPO's ValueNorm: per-agent "
+            "running mean/std of the value targets, in each agent's theta row).",
+        )
 
         def min_memory_bytes(
             self, *, agents: int, observation_floats: int, train: TrainSection
@@ -89,6 +96,7 @@ class PPO:
         feature_dim: int = 64,
         centralized_critic: bool = True,
         adam_eps: float = 1e-8,
+        value_norm: bool = False,
         **loss_settings: Any,
     ) -> None:
         #: The PPO loss terms (``clip_range``, ``vf_coef``, ...): a :class:`PPOLossOptions`.
@@ -97,6 +105,7 @@ class PPO:
         self.feature_dim = feature_dim
         self.centralized_critic = centralized_critic
         self.adam_eps = adam_eps
+        self.value_norm = value_norm
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
@@ -105,6 +114,7 @@ class PPO:
             hidden_size=self.hidden_size,
             feature_dim=self.feature_dim,
             centralized_critic=self.centralized_critic,
+            value_norm=self.value_norm,
         )
 
     def make_optimizer(self, loss: JointPPOLoss, *, lr: float) -> AgentAdam:

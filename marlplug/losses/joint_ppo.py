@@ -29,7 +29,9 @@ from marlplug.losses.ppo_keys import (
 )
 from marlplug.losses.ppo_options import CriticLossType
 from marlplug.losses.ppo_terms import PpoSettings, group_terms
+from marlplug.losses.redundancy import mean_abs_correlation
 from marlplug.losses.torchrl_api import TorchRLConventions
+from marlplug.nn.value_norm import value_normalizer
 from marlplug.optim.agent_layout import agent_count
 
 __all__ = ["CriticLossType", "JointPPOLoss", "sum_losses"]
@@ -48,7 +50,8 @@ class JointPPOLoss(TorchRLConventions, LossModule):
     (× ``-entropy_coeff``) reduced by ``reduction`` over rows and agents; one ``loss_<name>`` per aux
     loss (**add it to your total**: :func:`sum_losses` sums every ``loss_*``); detached diagnostics
     ``clip_fraction``, ``kl_approx``, ``entropy``, ``explained_variance``, ``ESS``, ``max_ratio``,
-    ``mean_ratio`` (+ ``value_clip_fraction``), per agent under ``<group>`` and aux statistics under
+    ``mean_ratio`` (+ ``value_clip_fraction``), ``feature_abs_corr`` (mean ``|corr|`` between two
+    agents' encoder features, :func:`~marlplug.losses.redundancy.mean_abs_correlation`), per agent under ``<group>`` and aux statistics under
     ``("aux_stats", <name>)``.
 
     Keys (:meth:`set_keys`, TorchRL's names plus ``features``) are absolute (``("agents",
@@ -217,7 +220,21 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             advantage_eps=self.advantage_eps,
             samples_mc_entropy=self.samples_mc_entropy,
         )
+        value_target = _require(
+            self._entry(tensordict, "value_target", group), self._key("value_target", group)
+        )
+        old_value = tensordict.get(self._key("value", group), None) if self.clip_value else None
+        normalizer = value_normalizer(critic)
+        if normalizer is not None and normalizer.training and torch.is_grad_enabled():
+            # MAPPO's ValueNorm: fold this minibatch's targets into the statistics first (a
+            # training step; a loss evaluated under no_grad leaves them alone).
+            normalizer.update(value_target)
         value = critic(tensordict.select(*critic.in_keys)).get(self._key("value", group))
+        if normalizer is not None:
+            # The value loss, its clipping and explained variance in standardized units: the
+            # critic's network is trained on targets of unit scale whatever the returns' scale.
+            value, value_target = normalizer.normalize(value), normalizer.normalize(value_target)
+            old_value = None if old_value is None else normalizer.normalize(old_value)
         terms: dict[str, Any] = dict(
             group_terms(
                 settings,
@@ -230,11 +247,9 @@ class JointPPOLoss(TorchRLConventions, LossModule):
                 _require(
                     self._entry(tensordict, "advantage", group), self._key("advantage", group)
                 ),
-                _require(
-                    self._entry(tensordict, "value_target", group), self._key("value_target", group)
-                ),
+                value_target,
                 value,
-                tensordict.get(self._key("value", group), None) if self.clip_value else None,
+                old_value,
                 n_agents,
             )
         )
@@ -300,15 +315,13 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         out.set("kl_approx", diagnostic("kl_approx").mean())
         out.set("max_ratio", ratio.max())
         out.set("mean_ratio", ratio.mean())
-        self._add_aux(
-            out,
-            [
-                z
-                for g in self.groups
-                if (f := terms[g]["features"]) is not None
-                for z in f.unbind(-2)
-            ],
-        )
+        features = [
+            z for g in self.groups if (f := terms[g]["features"]) is not None for z in f.unbind(-2)
+        ]
+        if len(features) >= 2:
+            # What the redundancy penalty acts on, logged with or without it (docs/joint_ppo.md).
+            out.set("feature_abs_corr", mean_abs_correlation(features))
+        self._add_aux(out, features)
         for group in self.groups:
             stats = {
                 name.removeprefix("diag/"): value

@@ -2,6 +2,7 @@
 
 from marlplug.nn.actor_critic import GroupActorCritic, GroupSpec, JointActorCritic
 from marlplug.nn.stacked import StackedLinear, StackedMLP
+from marlplug.nn.value_norm import ValueNormalizer, value_normalizer
 
 __all__ = [
     "GroupActorCritic",
@@ -9,4 +10,6 @@ __all__ = [
     "JointActorCritic",
     "StackedLinear",
     "StackedMLP",
+    "ValueNormalizer",
+    "value_normalizer",
 ]

@@ -20,6 +20,7 @@ from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.errors import UserError
 from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
 from marlplug.nn.stacked import StackedLinear, StackedMLP
+from marlplug.nn.value_norm import ValueNormalizer
 
 #: Key names inside a group, shared with :class:`marlplug.losses.JointPPOLoss`'s defaults.
 OBSERVATION = "observation"
@@ -52,6 +53,8 @@ class GroupActorCritic(nn.Module):
         feature_dim: width of each agent's encoder features (what aux losses see).
         centralized_critic: each agent's critic reads every agent's observation (MAPPO);
             ``False`` gives independent critics (IPPO).
+        value_norm: the critic ends with a :class:`~marlplug.nn.value_norm.ValueNormalizer`: its
+            network predicts standardized returns (the loss updates the statistics).
 
     Examples:
         >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
@@ -71,6 +74,7 @@ class GroupActorCritic(nn.Module):
         hidden_size: int = 64,
         feature_dim: int = 64,
         centralized_critic: bool = True,
+        value_norm: bool = False,
     ) -> None:
         super().__init__()
         if spec.one_hot:
@@ -139,14 +143,17 @@ class GroupActorCritic(nn.Module):
             self.rollout_policy = CategoricalRolloutPolicy(
                 self.encoder.module, self.policy_head.module, group=group
             )
+        critic: nn.Module = StackedMLP(
+            n_agents=spec.n_agents,
+            in_features=spec.observation_dim,
+            out_features=1,
+            num_cells=[hidden_size, hidden_size],
+            centralized=centralized_critic,
+        )
+        if value_norm:
+            critic = nn.Sequential(critic, ValueNormalizer(n_agents=spec.n_agents))
         self.critic = TensorDictModule(
-            StackedMLP(
-                n_agents=spec.n_agents,
-                in_features=spec.observation_dim,
-                out_features=1,
-                num_cells=[hidden_size, hidden_size],
-                centralized=centralized_critic,
-            ),
+            critic,
             in_keys=[(group, OBSERVATION)],
             out_keys=[(group, STATE_VALUE)],
         )
@@ -163,6 +170,7 @@ class JointActorCritic(nn.Module):
         hidden_size: see :class:`GroupActorCritic`.
         feature_dim: see :class:`GroupActorCritic`.
         centralized_critic: see :class:`GroupActorCritic`.
+        value_norm: see :class:`GroupActorCritic`.
 
     Examples:
         >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
@@ -178,6 +186,7 @@ class JointActorCritic(nn.Module):
         hidden_size: int = 64,
         feature_dim: int = 64,
         centralized_critic: bool = True,
+        value_norm: bool = False,
     ) -> None:
         super().__init__()
         if not specs:
@@ -189,6 +198,7 @@ class JointActorCritic(nn.Module):
                     hidden_size=hidden_size,
                     feature_dim=feature_dim,
                     centralized_critic=centralized_critic,
+                    value_norm=value_norm,
                 )
                 for spec in specs
             }
@@ -203,6 +213,7 @@ class JointActorCritic(nn.Module):
         hidden_size: int = 64,
         feature_dim: int = 64,
         centralized_critic: bool = True,
+        value_norm: bool = False,
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
         return cls(
@@ -210,6 +221,7 @@ class JointActorCritic(nn.Module):
             hidden_size=hidden_size,
             feature_dim=feature_dim,
             centralized_critic=centralized_critic,
+            value_norm=value_norm,
         )
 
     def _group_nets(self) -> list[GroupActorCritic]:

@@ -20,6 +20,7 @@ def make_model(
     features: int = 8,
     seed: int = 0,
     centralized_critic: bool = True,
+    value_norm: bool = False,
 ) -> JointActorCritic:
     torch.manual_seed(seed)
     specs = [
@@ -32,7 +33,11 @@ def make_model(
         for group, n in group_sizes
     ]
     return JointActorCritic(
-        specs, hidden_size=hidden, feature_dim=features, centralized_critic=centralized_critic
+        specs,
+        hidden_size=hidden,
+        feature_dim=features,
+        centralized_critic=centralized_critic,
+        value_norm=value_norm,
     )
 
 
