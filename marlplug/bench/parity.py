@@ -58,7 +58,7 @@ def parity_config(
     Examples:
         >>> config = parity_config("cooperative_navigation", coded=True, iterations=10, agents=3,
         ...     learners=5, stragglers=1, delay_s=0.25, seed=0, options={})
-        >>> config.coding.scheme, config.coding.learners, config.train.updates
+        >>> config.coding.scheme.name, config.coding.learners, config.train.updates
         ('mds', 5, 10)
     """
     env: dict[str, Any] = {"name": scenario, "backend": "mpe"}
