@@ -44,7 +44,9 @@ def test_ray_rounds_decode_exactly_and_survive_a_killed_actor() -> None:
             )
             assert state_error(state, reference) <= 1e-6
             assert state.stats["loss"].shape == (2,)
-            assert log.wait_s < 30  # never waited for the straggler
+            # Decoded without the straggler's answer (not a timing check: a loaded machine may
+            # take 30 s for a round with a restart).
+            assert not set(log.stragglers) & set(log.learners_used)
             if round_index == 1 and 0 not in log.stragglers:
                 assert log.restarted == [0]
     assert not ray.is_initialized()  # the Ray that marlplug started is shut down
