@@ -15,6 +15,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase, StepCounter, TransformedEnv
 
+from marlplug.algorithms.acting import FlatActing
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
@@ -30,22 +31,11 @@ _EPISODE_SALT = 11
 _SAMPLER_SALT = 12
 
 
-class Acting(Protocol):
-    """What the collector needs of a program: its agents, options and policy."""
+class Acting(FlatActing, Protocol):
+    """What the collector needs of a program: its agents, options and (``act``, ``env_scale``) policy."""
 
     agents: list[AgentSpace]
     options: MaddpgOptions
-
-    def act(
-        self,
-        theta_all: torch.Tensor,
-        obs: torch.Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        explore: bool = True,
-    ) -> torch.Tensor: ...
-
-    def env_scale(self, actions: torch.Tensor) -> torch.Tensor: ...
 
 
 class ExperienceCollector:
