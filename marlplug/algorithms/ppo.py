@@ -25,7 +25,7 @@ from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.ppo_options import PPOLossOptions
-from marlplug.nn.actor_critic import JointActorCritic
+from marlplug.nn.actor_critic import JointActorCritic, WeightInit
 from marlplug.optim.adam import AdamSettings, AgentAdam
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class PPO:
         adam_eps: Adam's ε.
         value_norm: critics predict standardized returns
             (:class:`~marlplug.nn.value_norm.ValueNormalizer`).
+        init: how the networks' weights are drawn (:data:`~marlplug.nn.actor_critic.WeightInit`).
 
     Examples:
         >>> PPO(hidden_size=32).hidden_size
@@ -67,6 +68,11 @@ class PPO:
             False,
             description="Critics predict standardized returns (MAPPO's ValueNorm: per-agent "
             "running mean/std of the value targets, in each agent's theta row).",
+        )
+        init: WeightInit = Field(
+            "torch",
+            description="Weight initialization: torch (nn.Linear's uniform) or orthogonal "
+            "(MAPPO's: gain 5/3 for tanh layers, 0.01 for the policy head, 1 for the value output).",
         )
 
         def min_memory_bytes(
@@ -97,6 +103,7 @@ class PPO:
         centralized_critic: bool = True,
         adam_eps: float = 1e-8,
         value_norm: bool = False,
+        init: WeightInit = "torch",
         **loss_settings: Any,
     ) -> None:
         #: The PPO loss terms (``clip_range``, ``vf_coef``, ...): a :class:`PPOLossOptions`.
@@ -106,6 +113,7 @@ class PPO:
         self.centralized_critic = centralized_critic
         self.adam_eps = adam_eps
         self.value_norm = value_norm
+        self.init = init
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
@@ -115,6 +123,7 @@ class PPO:
             feature_dim=self.feature_dim,
             centralized_critic=self.centralized_critic,
             value_norm=self.value_norm,
+            init=self.init,
         )
 
     def make_optimizer(self, loss: JointPPOLoss, *, lr: float) -> AgentAdam:

@@ -124,18 +124,29 @@ def evaluation_curve(
     return points
 
 
-def random_return(scenario: str, agents: int | None, episodes: int, seed: int) -> float:
-    """The uniform random policy's mean team return (the curves' floor)."""
+def random_returns(
+    scenario: str, agents: int | None, episodes: int, seed: int
+) -> tuple[float, dict[str, float]]:
+    """The uniform random policy's mean team return and mean return per group (the curves' floor)."""
     options: dict[str, Any] = {} if agents is None else {"agents": agents}
     env = make_env(scenario, seed=0, **options)
     try:
-        return evaluate(env, random_policy(env), episodes=episodes, seed=seed).mean
+        result = evaluate(env, random_policy(env), episodes=episodes, seed=seed)
     finally:
         env.close()
+    return result.mean, result.group_means
+
+
+def _groups(entry: dict[str, Any]) -> list[str]:
+    """The agent groups whose returns the entry's curves carry (``return/<group>``)."""
+    first = next(iter(entry["centralized"].values()))[0]
+    return [key.split("/", 1)[1] for key in first if key.startswith("return/")]
 
 
 def plot_curves(results: dict[str, Any], path: Path) -> Path:
-    """One panel per scenario: every centralized seed, the coded run(s) dashed, random dotted."""
+    """One panel per scenario: every centralized seed solid, the coded run(s) dashed, the random
+    policy dotted. A scenario with one group plots the team's return; one with several (predators
+    and prey, ...) plots each group's return in its own colour, since their sum hides who learns."""
     scenarios = list(results)
     columns = min(2, len(scenarios))
     rows = math.ceil(len(scenarios) / columns)
@@ -144,23 +155,41 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
     ) as (_, grid):
         for axes, scenario in zip(grid.flat, scenarios, strict=False):
             entry = results[scenario]
-            for kind, style in (("centralized", "-"), ("coded", "--")):
-                for seed, curve in entry[kind].items():
-                    axes.plot(
-                        [p["env_steps"] for p in curve],
-                        [p["return"] for p in curve],
-                        style,
-                        marker="o" if kind == "centralized" else "x",
-                        markersize=3,
-                        label=f"{kind} seed {seed}"
-                        if kind == "centralized"
-                        else entry["coded_label"],
+            groups = _groups(entry)
+            series = [(f"return/{g}", g) for g in groups] if len(groups) > 1 else [("return", "")]
+            randoms = entry.get("random_groups", {})
+            for colour, (key, group) in enumerate(series):
+                colour_name = f"C{colour}" if group else None
+                for kind, style in (("centralized", "-"), ("coded", "--")):
+                    for seed, curve in entry[kind].items():
+                        label = (
+                            f"{kind} seed {seed}" if kind == "centralized" else entry["coded_label"]
+                        )
+                        axes.plot(
+                            [p["env_steps"] for p in curve],
+                            [p[key] for p in curve],
+                            style,
+                            color=colour_name,
+                            marker="o" if kind == "centralized" else "x",
+                            markersize=3,
+                            label=f"{group}: {label}" if group else label,
+                        )
+                floor = randoms.get(group) if group else entry["random"]
+                if floor is not None:
+                    axes.axhline(
+                        floor,
+                        color=colour_name or "grey",
+                        linestyle=":",
+                        label=f"{group}: random policy" if group else "random policy",
                     )
-            axes.axhline(entry["random"], color="grey", linestyle=":", label="random policy")
             axes.set_title(f"{scenario.replace('_', ' ')}, M = {entry['agents']}", fontsize=9)
             axes.set_xlabel("env steps")
-            axes.set_ylabel("greedy evaluation return (team)")
-            axes.legend(fontsize=7)
+            axes.set_ylabel(
+                "greedy evaluation return (per group)"
+                if len(series) > 1
+                else "greedy evaluation return (team)"
+            )
+            axes.legend(fontsize=6)
         for axes in list(grid.flat)[len(scenarios) :]:
             axes.axis("off")
     return path
@@ -210,7 +239,9 @@ def parity(
                         config, eval_every=eval_every, episodes=episodes, folder=Path(folder)
                     )
                 entry["coded" if coded else "centralized"][seed] = curve
-        entry["random"] = random_return(scenario, agents, episodes, seeds[0])
+        entry["random"], entry["random_groups"] = random_returns(
+            scenario, agents, episodes, seeds[0]
+        )
         gaps = [
             abs(a["return"] - b["return"])
             for seed, coded_curve in entry["coded"].items()
@@ -248,6 +279,13 @@ def parity(
 )
 @click.option("--plot", type=click.Path(path_type=Path), default=None)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--replot",
+    "replot",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    multiple=True,
+    help="Train nothing: draw --plot from these --json outputs (one figure, a panel per scenario).",
+)
 def main(
     scenarios: tuple[str, ...],
     iterations: int,
@@ -261,10 +299,26 @@ def main(
     sets: tuple[str, ...],
     plot: Path | None,
     json_path: Path | None,
+    replot: tuple[Path, ...],
 ) -> None:
     """Train centralized and coded MADDPG and compare their greedy evaluation curves."""
     import torch
     import yaml
+
+    if replot:
+        if plot is None:
+            raise click.UsageError("--replot draws a figure: give --plot PATH")
+        merged: dict[str, Any] = {}
+        for source in replot:
+            merged.update(json.loads(source.read_text()))
+        for scenario, entry in merged.items():
+            if "random_groups" not in entry:  # written before the per-group floors were kept
+                entry["random"], entry["random_groups"] = random_returns(
+                    scenario, entry["agents"], episodes, seeds[0]
+                )
+        plot_curves(merged, plot)
+        click.echo(f"wrote {plot} ({', '.join(merged)})")
+        return
 
     # Evaluation steps tiny networks: one thread (the collector and the update set theirs).
     torch.set_num_threads(1)

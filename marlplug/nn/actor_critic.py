@@ -8,6 +8,7 @@ auxiliary losses can read every agent's features on the same rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import torch
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
@@ -32,6 +33,12 @@ ACTION = "action"
 ACTION_LOG_PROB = "action_log_prob"
 STATE_VALUE = "state_value"
 
+#: How the networks' weights are drawn: ``torch`` (``nn.Linear``'s uniform) or ``orthogonal``
+#: (MAPPO's: tanh gain 5/3 for hidden layers, 0.01 for the policy head, 1 for the value output).
+WeightInit = Literal["torch", "orthogonal"]
+TANH_GAIN = 5 / 3
+POLICY_HEAD_GAIN = 0.01
+
 
 #: What a group's networks need to know about its agents: the env layout reader's group
 #: (:class:`marlplug.envs.layout.GroupLayout`; :func:`marlplug.envs.read_layout` reads an env's).
@@ -55,6 +62,8 @@ class GroupActorCritic(nn.Module):
             ``False`` gives independent critics (IPPO).
         value_norm: the critic ends with a :class:`~marlplug.nn.value_norm.ValueNormalizer`: its
             network predicts standardized returns (the loss updates the statistics).
+        init: how the weights are drawn (:data:`WeightInit`); ``orthogonal`` starts the policy
+            near uniform (its head's gain is 0.01).
 
     Examples:
         >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
@@ -75,6 +84,7 @@ class GroupActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        init: WeightInit = "torch",
     ) -> None:
         super().__init__()
         if spec.one_hot:
@@ -143,20 +153,33 @@ class GroupActorCritic(nn.Module):
             self.rollout_policy = CategoricalRolloutPolicy(
                 self.encoder.module, self.policy_head.module, group=group
             )
-        critic: nn.Module = StackedMLP(
+        value_net = StackedMLP(
             n_agents=spec.n_agents,
             in_features=spec.observation_dim,
             out_features=1,
             num_cells=[hidden_size, hidden_size],
             centralized=centralized_critic,
         )
+        if init == "orthogonal":
+            self._orthogonal_init(value_net)
+        critic: nn.Module = value_net
         if value_norm:
-            critic = nn.Sequential(critic, ValueNormalizer(n_agents=spec.n_agents))
+            critic = nn.Sequential(value_net, ValueNormalizer(n_agents=spec.n_agents))
         self.critic = TensorDictModule(
             critic,
             in_keys=[(group, OBSERVATION)],
             out_keys=[(group, STATE_VALUE)],
         )
+
+    def _orthogonal_init(self, critic: StackedMLP) -> None:
+        encoder = self.encoder.module
+        assert isinstance(encoder, StackedMLP)
+        encoder.orthogonal_(TANH_GAIN, last_gain=TANH_GAIN)  # its features pass through tanh too
+        head = self.policy_head.module
+        head_linear = head[0] if isinstance(head, nn.Sequential) else head
+        assert isinstance(head_linear, StackedLinear)
+        head_linear.orthogonal_(POLICY_HEAD_GAIN)
+        critic.orthogonal_(TANH_GAIN, last_gain=1.0)
 
 
 class JointActorCritic(nn.Module):
@@ -171,6 +194,7 @@ class JointActorCritic(nn.Module):
         feature_dim: see :class:`GroupActorCritic`.
         centralized_critic: see :class:`GroupActorCritic`.
         value_norm: see :class:`GroupActorCritic`.
+        init: see :class:`GroupActorCritic`.
 
     Examples:
         >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
@@ -187,6 +211,7 @@ class JointActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        init: WeightInit = "torch",
     ) -> None:
         super().__init__()
         if not specs:
@@ -199,6 +224,7 @@ class JointActorCritic(nn.Module):
                     feature_dim=feature_dim,
                     centralized_critic=centralized_critic,
                     value_norm=value_norm,
+                    init=init,
                 )
                 for spec in specs
             }
@@ -214,6 +240,7 @@ class JointActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        init: WeightInit = "torch",
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
         return cls(
@@ -222,6 +249,7 @@ class JointActorCritic(nn.Module):
             feature_dim=feature_dim,
             centralized_critic=centralized_critic,
             value_norm=value_norm,
+            init=init,
         )
 
     def _group_nets(self) -> list[GroupActorCritic]:

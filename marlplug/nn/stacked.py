@@ -58,6 +58,14 @@ class StackedLinear(nn.Module):
             self.weight.uniform_(-bound, bound)
             self.bias.uniform_(-bound, bound)
 
+    def orthogonal_(self, gain: float) -> None:
+        """Re-draw every agent's weight as a (semi-)orthogonal matrix scaled by ``gain`` and zero the
+        biases: the initialization of the MAPPO and PPO reference implementations."""
+        with torch.no_grad():
+            for agent_weight in self.weight:
+                nn.init.orthogonal_(agent_weight, gain=gain)
+            self.bias.zero_()
+
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if self.shared_input:
             return stacked_linear_shared_input(inputs, self.weight, self.bias)
@@ -118,6 +126,21 @@ class StackedMLP(nn.Module):
             if index < len(widths) - 2 or activate_last_layer:
                 layers.append(activation())
         self.layers = nn.Sequential(*layers)
+
+    def orthogonal_(self, gain: float, *, last_gain: float = 1.0) -> None:
+        """Orthogonal initialization (:meth:`StackedLinear.orthogonal_`): ``gain`` for the hidden
+        layers, ``last_gain`` for the output layer.
+
+        Examples:
+            >>> mlp = StackedMLP(n_agents=2, in_features=4, out_features=3, num_cells=[8])
+            >>> mlp.orthogonal_(5 / 3, last_gain=0.01)
+            >>> w = mlp.layers[0].weight[0]  # [4, 8]: orthogonal rows, each of norm 5/3
+            >>> torch.allclose(w @ w.T, (5 / 3) ** 2 * torch.eye(4), atol=1e-5)
+            True
+        """
+        linears = [layer for layer in self.layers if isinstance(layer, StackedLinear)]
+        for index, layer in enumerate(linears):
+            layer.orthogonal_(last_gain if index == len(linears) - 1 else gain)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if self.centralized:

@@ -35,3 +35,24 @@ def test_coded_and_centralized_curves_are_equal_and_evaluated(tmp_path: Path) ->
     assert centralized[2]["return"] != centralized[0]["return"]
     assert math.isfinite(entry["random"]) and entry["agents"] == 2
     assert plot.stat().st_size > 0
+
+
+def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> None:
+    output = tmp_path / "pp.json"
+    args = [*TINY, "--scenario", "predator_prey", "--agents", "3", "--coded-seeds", "0"]
+    result = CliRunner().invoke(main, [*args, "--json", str(output)])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(output.read_text())["predator_prey"]
+    # Predators and prey: a random floor and a curve per group, since their sum hides who learns.
+    assert set(entry["random_groups"]) == {"agent", "adversary"}
+    assert {"return/agent", "return/adversary"} <= set(entry["centralized"]["0"][0])
+    # A figure from saved results, with no training; an entry saved before the floors were kept
+    # gets them recomputed.
+    del entry["random_groups"]
+    output.write_text(json.dumps({"predator_prey": entry}))
+    plot = tmp_path / "again.png"
+    result = CliRunner().invoke(main, ["--replot", str(output), "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert plot.stat().st_size > 0 and "predator_prey" in result.output
+    refused = CliRunner().invoke(main, ["--replot", str(output)])
+    assert refused.exit_code == 2 and "--plot" in refused.output

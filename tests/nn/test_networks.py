@@ -118,3 +118,33 @@ def test_continuous_spec_needs_bounds() -> None:
         GroupSpec(
             group="agent", agent_names=("a",), observation_dim=4, n_actions=2, continuous=True
         )
+
+
+@pytest.mark.parametrize("value_norm", [False, True])
+def test_orthogonal_init_starts_near_uniform_with_orthogonal_agent_rows(value_norm: bool) -> None:
+    spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=6, n_actions=5)
+    torch.manual_seed(0)
+    model = JointActorCritic([spec], hidden_size=16, feature_dim=8, init="orthogonal",
+                             value_norm=value_norm)  # fmt: skip
+    nets = model.groups["agent"]
+    head = nets.policy_head.module
+    assert isinstance(head, StackedLinear)
+    # Every agent's head is orthogonal with gain 0.01 and no bias: logits near 0, a near-uniform
+    # policy whatever the observation (MAPPO's initialization).
+    for weight in head.weight:
+        assert torch.allclose(weight.T @ weight, 1e-4 * torch.eye(5), atol=1e-8)
+    assert torch.equal(head.bias, torch.zeros_like(head.bias))
+    td = TensorDict({("agent", "observation"): 3 * torch.randn(32, 2, 6)}, batch_size=[32])
+    nets.actor(td)
+    assert td["agent", "logits"].abs().max() < 0.05
+    # The same seed draws the same networks; the torch init draws others.
+    torch.manual_seed(0)
+    again = JointActorCritic([spec], hidden_size=16, feature_dim=8, init="orthogonal",
+                             value_norm=value_norm)  # fmt: skip
+    torch.manual_seed(0)
+    default = JointActorCritic([spec], hidden_size=16, feature_dim=8, value_norm=value_norm)
+    for mine, same, other in zip(
+        model.parameters(), again.parameters(), default.parameters(), strict=True
+    ):
+        assert torch.equal(mine, same)
+        assert mine.numel() == 0 or not torch.equal(mine, other) or not mine.requires_grad
