@@ -140,7 +140,8 @@ def random_returns(
 def _groups(entry: dict[str, Any]) -> list[str]:
     """The agent groups whose returns the entry's curves carry (``return/<group>``)."""
     first = next(iter(entry["centralized"].values()))[0]
-    return [key.split("/", 1)[1] for key in first if key.startswith("return/")]
+    groups = [key.split("/", 1)[1] for key in first if key.startswith("return/")]
+    return sorted(groups, key=lambda group: (group != "agent", group))  # "agent" keeps one colour
 
 
 def plot_curves(results: dict[str, Any], path: Path) -> Path:
