@@ -15,7 +15,6 @@ import math
 import statistics
 import tempfile
 from dataclasses import asdict, dataclass, replace
-from importlib import resources
 from typing import Any
 
 import click
@@ -23,6 +22,7 @@ import torch
 
 from marlplug.bench.torchrl_mappo import PRESETS, train_torchrl_mappo
 from marlplug.config import load_config
+from marlplug.configs import default_config_path
 from marlplug.envs import EvaluationResult, evaluate, make_env, normalized_score, reference_policy
 from marlplug.envs.evaluate import evaluation_env
 from marlplug.envs.policies import Policy
@@ -67,8 +67,7 @@ def train_marlplug_default(frames: int, seed: int, *, agents: int, threads: int)
     below one rollout shortens the rollout), the run folder is temporary, and the policy is read
     back from the run's checkpoint.
     """
-    # The file `marlplug train` runs without CONFIG (marlplug.cli.train.DEFAULT_CONFIG).
-    default = str(resources.files("marlplug.configs").joinpath("default.yaml"))
+    default = str(default_config_path())  # what `marlplug train` runs without CONFIG
     with tempfile.TemporaryDirectory() as folder:
         overrides = [
             f"seed={seed}",

@@ -6,6 +6,7 @@ import click
 import yaml
 
 from marlplug.config import load_config, resolved_dict
+from marlplug.configs import default_config_path
 
 
 @click.group()
@@ -17,8 +18,9 @@ def config() -> None:
 @click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a value.")
 def show(path: str | None, overrides: tuple[str, ...]) -> None:
-    """Validate PATH (or the defaults) and print the resolved config as YAML."""
-    resolved = load_config(path, overrides)
+    """Validate PATH (default: the packaged config `marlplug train` trains without CONFIG) and
+    print the resolved config as YAML."""
+    resolved = load_config(path or default_config_path(), overrides)
     click.echo(yaml.safe_dump(resolved_dict(resolved), sort_keys=False).rstrip())
 
 

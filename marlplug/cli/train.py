@@ -6,17 +6,11 @@ Every learner algorithm (``ppo``, ``maddpg``, plugins) runs through the one orch
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import click
 
-DEFAULT_CONFIG = "default.yaml"
-
-
-def default_config_path() -> Path:
-    """The packaged default config (cooperative navigation, 3 agents)."""
-    return Path(str(resources.files("marlplug.configs").joinpath(DEFAULT_CONFIG)))
+from marlplug.configs import default_config_path
 
 
 @click.command()

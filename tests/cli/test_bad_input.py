@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from marlplug.cli.train import default_config_path
+from marlplug.configs import default_config_path
 
 # (case id, config file text or None for "no file", extra CLI args, expected message fragment)
 CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from marlplug import load_config
-from marlplug.cli.train import default_config_path
+from marlplug.configs import default_config_path
 from marlplug.envs import make_env
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training

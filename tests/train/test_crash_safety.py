@@ -181,7 +181,7 @@ def test_ctrl_c_checkpoints_the_last_completed_update_and_exits_130(tmp_path: Pa
 @pytest.mark.slow  # starts 3 learner processes
 def test_ctrl_c_in_a_terminal_stops_a_coded_maddpg_run_with_its_checkpoint(tmp_path: Path) -> None:
     """Ctrl-C in a terminal signals the whole process group: the driver and its learners."""
-    from marlplug.cli.train import default_config_path
+    from marlplug.configs import default_config_path
 
     sets = [
         "env.agents=2",

@@ -153,7 +153,7 @@ def test_max_nonfinite_steps_is_validated() -> None:
 def test_maddpg_stops_when_its_updates_meet_non_finite_values(tmp_path: Path, run_cli: Any) -> None:
     # An update that meets a non-finite gradient keeps the agent's rows (its state stays finite);
     # train.max_nonfinite_steps such rounds in a row stop the run, as for PPO.
-    from marlplug.cli.train import default_config_path
+    from marlplug.configs import default_config_path
 
     coded = default_config_path().with_name("coded_maddpg.yaml")
     sets = [
