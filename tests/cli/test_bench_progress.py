@@ -48,8 +48,11 @@ def _drain(master: int, chunks: list[bytes], stop: threading.Event) -> None:
     # Read the terminal while it is written (a full pty buffer would block the bench) until told to
     # stop and nothing is left. Not until EOF: child processes the bench starts may keep the
     # terminal open (multiprocessing's resource tracker inherits stderr and outlives the test).
+    # "Nothing left" means a second of quiet after the stop: the kernel hands pty output to the
+    # master side from a work queue, which on a loaded machine can lag the writer's last flush
+    # (the final frame went missing with a 50 ms wait).
     while True:
-        if select.select([master], [], [], 0.05)[0]:
+        if select.select([master], [], [], 1.0 if stop.is_set() else 0.05)[0]:
             try:
                 chunk = os.read(master, 4096)
             except OSError:  # EIO: every writer is gone
