@@ -311,7 +311,15 @@ def main(
             raise click.UsageError("--replot draws a figure: give --plot PATH")
         merged: dict[str, Any] = {}
         for source in replot:
-            merged.update(json.loads(source.read_text()))
+            try:
+                saved = json.loads(source.read_text())
+                if not all(isinstance(e, dict) and "centralized" in e for e in saved.values()):
+                    raise ValueError
+            except (ValueError, AttributeError) as exc:  # JSONDecodeError is a ValueError
+                raise click.UsageError(
+                    f"--replot {source}: not a --json output of this bench"
+                ) from exc
+            merged.update(saved)
         for scenario, entry in merged.items():
             if "random_groups" not in entry:  # written before the per-group floors were kept
                 entry["random"], entry["random_groups"] = random_returns(

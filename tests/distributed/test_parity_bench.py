@@ -56,3 +56,7 @@ def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> 
     assert plot.stat().st_size > 0 and "predator_prey" in result.output
     refused = CliRunner().invoke(main, ["--replot", str(output)])
     assert refused.exit_code == 2 and "--plot" in refused.output
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    refused = CliRunner().invoke(main, ["--replot", str(bad), "--plot", str(plot)])
+    assert refused.exit_code == 2 and "not a --json output" in refused.output
