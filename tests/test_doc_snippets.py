@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 
 #: ``marlplug <command>`` that trains or measures for minutes: needs a ``doc-test`` size comment.
-EXPENSIVE = frozenset({"train", "render", "bench"})
+EXPENSIVE = frozenset({"train", "render", "bench", "sweep"})
 SHELL_LANGUAGES = frozenset({"bash", "console", "sh", "shell"})
 
 _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")

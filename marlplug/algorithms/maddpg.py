@@ -41,6 +41,8 @@ class MaddpgOptions(Options):
             "n_epochs",
             "minibatch_size",
             "lr",
+            "lr_schedule",
+            "lr_final",
             "max_grad_norm",
             "iterate_all_minibatches",
             "max_minibatches_per_epoch",

@@ -17,6 +17,7 @@ from tensordict import TensorDictBase
 from torch import nn
 from torchrl.envs import EnvBase
 
+from marlplug.algorithms.ppo_iteration import PpoSchedule
 from marlplug.algorithms.ppo_params import loss_parameter_groups
 from marlplug.algorithms.ppo_program import PpoProgram, seeded
 from marlplug.algorithms.ppo_step import UpdateStepResult, step_modules
@@ -46,6 +47,10 @@ class PPO:
         adam_eps: Adam's ε.
         value_norm: critics predict standardized returns
             (:class:`~marlplug.nn.value_norm.ValueNormalizer`).
+        obs_norm: actors and critics read observations standardized by per-agent running
+            statistics, updated from every rollout (:class:`~marlplug.nn.obs_norm.ObservationNormalizer`).
+        ent_coef_final: anneal the entropy coefficient linearly from ``ent_coef`` at the first
+            update to this over the run's updates (``None``: constant ``ent_coef``).
         init: how the networks' weights are drawn (:data:`~marlplug.nn.actor_critic.WeightInit`).
 
     Examples:
@@ -68,6 +73,18 @@ class PPO:
             False,
             description="Critics predict standardized returns (MAPPO's ValueNorm: per-agent "
             "running mean/std of the value targets, in each agent's theta row).",
+        )
+        obs_norm: bool = Field(
+            False,
+            description="Actors and critics read each agent's observation standardized by its "
+            "running mean/std (updated from every rollout before the update, in each agent's "
+            "theta row) and clipped to [-5, 5].",
+        )
+        ent_coef_final: float | None = Field(
+            None,
+            ge=0.0,
+            description="Anneal the entropy coefficient linearly from ent_coef at the first update "
+            "to this over train.updates updates; null: constant ent_coef.",
         )
         init: WeightInit = Field(
             "torch",
@@ -103,6 +120,8 @@ class PPO:
         centralized_critic: bool = True,
         adam_eps: float = 1e-8,
         value_norm: bool = False,
+        obs_norm: bool = False,
+        ent_coef_final: float | None = None,
         init: WeightInit = "torch",
         **loss_settings: Any,
     ) -> None:
@@ -113,6 +132,8 @@ class PPO:
         self.centralized_critic = centralized_critic
         self.adam_eps = adam_eps
         self.value_norm = value_norm
+        self.obs_norm = obs_norm
+        self.ent_coef_final = ent_coef_final
         self.init = init
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
@@ -123,6 +144,7 @@ class PPO:
             feature_dim=self.feature_dim,
             centralized_critic=self.centralized_critic,
             value_norm=self.value_norm,
+            obs_norm=self.obs_norm,
             init=self.init,
         )
 
@@ -210,6 +232,14 @@ class PPO:
                 max_minibatches_per_epoch=train.max_minibatches_per_epoch,
             ),
             load=program.load,
+            schedule=self.schedule(train),
+        )
+
+    def schedule(self, train: TrainSection) -> PpoSchedule | None:
+        """The learning-rate and entropy-coefficient schedules of a run with ``train``'s settings
+        (``None``: both constant)."""
+        return PpoSchedule.from_sections(
+            train, ent_coef=self.loss_options.ent_coef, ent_coef_final=self.ent_coef_final
         )
 
     def update_step(

@@ -16,17 +16,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from marlplug.algorithms.ppo_iteration import (
+    ENT_COEF,
+    LR,
+    entropy_coefficient,
+    observation_stats,
+    scheduled,
+)
 from marlplug.algorithms.ppo_params import loss_parameter_groups
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
+from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.optim.adam import AdamSettings, AgentAdam, adam
 from marlplug.optim.clip import clip_per_agent
 
@@ -48,12 +56,14 @@ def seeded(seed: int | None) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class _Slot:
-    """One per-agent parameter of a group: its key in the loss and its columns in a ``theta`` row."""
+    """One per-agent parameter of a group: its key in the loss, its columns in a ``theta`` row and
+    whether it holds observation statistics (written from the minibatch before the forward)."""
 
     key: Key
     shape: tuple[int, ...]
     start: int
     stop: int
+    observation_stats: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,8 +79,9 @@ class _Group:
 def forward_backward(
     loss: JointPPOLoss, batch: TensorDictBase, seed: int | None
 ) -> tuple[TensorDictBase, torch.Tensor]:
-    """``(losses, L_total)`` of one seeded forward pass (the caller runs the backward)."""
-    with seeded(seed):
+    """``(losses, L_total)`` of one seeded forward pass (the caller runs the backward), with the
+    entropy coefficient the minibatch carries (:mod:`marlplug.algorithms.ppo_iteration`)."""
+    with seeded(seed), entropy_coefficient(loss, batch):
         losses = loss(batch)
         return losses, sum_losses(losses)
 
@@ -115,6 +126,7 @@ class PpoProgram:
         self.adam = adam
         self._networks = networks
         names = {id(param): tuple(name.split(".")) for name, param in loss.named_parameters()}
+        observation_ids = {id(norm.stats) for norm in observation_normalizers(loss)}
         groups, first = [], 0
         for group in loss_parameter_groups(loss):
             if group.shared:
@@ -126,7 +138,15 @@ class PpoProgram:
             for param in group.params:
                 shape = tuple(param.shape[1:])
                 width = param[0].numel()
-                slots.append(_Slot(names[id(param)], shape, start, start + width))
+                slots.append(
+                    _Slot(
+                        names[id(param)],
+                        shape,
+                        start,
+                        start + width,
+                        observation_stats=id(param) in observation_ids,
+                    )
+                )
                 start += width
             groups.append(_Group(group.group, first, group.n_agents, tuple(slots)))
             first += group.n_agents
@@ -245,6 +265,11 @@ class PpoProgram:
         ``nonfinite``, ``nonfinite/<term>`` for each loss term that was not finite for some agent
         (:func:`nonfinite_masks`) and the loss's per-agent diagnostics as ``agent/<name>``
         (``agent/policy_loss``, ...).
+
+        What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`)
+        replaces the program's constants: the learning rate, the entropy coefficient and every
+        agent's observation statistics (written into its rows before the forward, so the returned
+        rows hold them).
         """
         index = torch.as_tensor(list(agents), dtype=torch.long)
         if index.numel() and not bool(((index >= 0) & (index < self.num_agents)).all()):
@@ -253,12 +278,17 @@ class PpoProgram:
         leaves: list[torch.Tensor] = []
         for group in self.groups:
             rows = theta_all[group.first : group.first + group.n_agents].detach()
+            carried = observation_stats(batch, group.name)
             for slot, tensor in zip(group.slots, self._unpack(group, rows), strict=True):
+                if slot.observation_stats and carried is not None:
+                    tensor.copy_(carried)
                 leaves.append(tensor.requires_grad_(True))
                 params.set(slot.key, tensor)
         with params.to_module(self.loss):
             losses, total = forward_backward(self.loss, batch, seed)
         grads = torch.autograd.grad(total, leaves, allow_unused=True)
+        lr = scheduled(batch, LR)
+        adam = self.adam if lr is None else replace(self.adam, lr=lr)
 
         new_theta = theta_all.index_select(0, index).clone()
         new_opt = opt_state.index_select(0, index).clone()
@@ -283,13 +313,18 @@ class PpoProgram:
             where = mine.flatten()
             local = index[where] - group.first
             norms, finite = self._step_rows(
-                group, group_leaves, group_grads, local, new_theta, new_opt, where
+                group, group_leaves, group_grads, local, new_theta, new_opt, where, adam
             )
             grad_norm[where] = norms
             stepped[where] = finite
         groups = [group.name for group in self.groups]
         stats = _loss_stats(losses, groups, index)
         stats["total_loss"] = total.detach().reshape(())  # L_total, the sum of the loss_* entries
+        # A scheduled value is logged (metrics: lr, ent_coef) so a run shows the schedule it ran.
+        for name in (LR, ENT_COEF):
+            value = scheduled(batch, name)
+            if value is not None:
+                stats[name] = torch.tensor(value, dtype=torch.float64)
         nonfinite = ~stepped
         for term, mask in nonfinite_masks(losses, groups, index).items():
             nonfinite |= mask
@@ -308,6 +343,7 @@ class PpoProgram:
         new_theta: torch.Tensor,
         new_opt: torch.Tensor,
         where: torch.Tensor,
+        adam_settings: AdamSettings,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Clip and Adam-step one group's agents ``local``; write the rows of those that step."""
         whole = local.numel() == group.n_agents and bool(
@@ -328,7 +364,7 @@ class PpoProgram:
             [sq.clamp_(min=0.0) for sq in second],
             steps,
             finite,
-            settings=self.adam,
+            settings=adam_settings,
         )
         rows = where[finite]
         if rows.numel():

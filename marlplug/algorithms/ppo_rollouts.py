@@ -22,9 +22,12 @@ from tensordict import TensorDictBase
 from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
+from marlplug.algorithms.ppo_iteration import PpoSchedule, attach
 from marlplug.envs.layout import read_layout
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.nn.actor_critic import OBSERVATION
+from marlplug.nn.obs_norm import ObservationNormalizer, observation_normalizers
 from marlplug.seeding import derive_seed
 
 
@@ -88,6 +91,8 @@ class PpoRollouts:
         plan: how the rollout is cut into minibatches.
         load: writes ``theta`` rows into the loss's networks (:meth:`PpoProgram.load`), for
             :meth:`sync`.
+        schedule: the learning-rate and entropy-coefficient schedules, written into every
+            minibatch (:mod:`marlplug.algorithms.ppo_iteration`); ``None``: constants.
 
     Examples:
         >>> from marlplug import load_config
@@ -118,9 +123,17 @@ class PpoRollouts:
         rollout_steps: int,
         plan: MinibatchPlan,
         load: Callable[[torch.Tensor], None] | None = None,
+        schedule: PpoSchedule | None = None,
     ) -> None:
         self.env = env
         self.loss = loss
+        self.schedule = schedule
+        #: group -> the observation normalizers of its actor and critic (empty without obs_norm).
+        self._normalizers: dict[str, list[ObservationNormalizer]] = {
+            group: observation_normalizers(loss.actor_networks[group])
+            + observation_normalizers(loss.critic_networks[group])
+            for group in loss.groups
+        }
         self._load = load
         self.seed = seed
         self.plan = plan
@@ -158,7 +171,15 @@ class PpoRollouts:
         self, rollout: TensorDictBase, iteration: int
     ) -> Iterator[tuple[TensorDictBase, int]]:
         """Per-agent GAE on ``rollout`` (critics at the loss's current weights), then ``(minibatch,
-        loss seed)`` for every step of ``n_epochs`` epochs, both drawn from ``(seed, iteration)``."""
+        loss seed)`` for every step of ``n_epochs`` epochs, both drawn from ``(seed, iteration)``.
+
+        With observation normalization the rollout's observations are first folded into the
+        statistics (so GAE and every round of the iteration read the same ones); each minibatch
+        carries them and the schedules' values for ``iteration``
+        (:mod:`marlplug.algorithms.ppo_iteration`).
+        """
+        stats = self._fold_observations(rollout)
+        scalars = {} if self.schedule is None else self.schedule.values(iteration)
         with torch.no_grad():
             self.loss.value_estimator(rollout)
         # The loss reads only the step's own entries (GAE has written advantages and value
@@ -168,7 +189,21 @@ class PpoRollouts:
         generator = torch.Generator().manual_seed(derive_seed(self.seed, iteration, 1))
         for epoch in range(self.plan.n_epochs):
             for step, indices in enumerate(self._indices(rows.shape[0], generator)):
-                yield rows[indices], derive_seed(self.seed, iteration, 2, epoch, step)
+                minibatch = attach(rows[indices], scalars, stats)
+                yield minibatch, derive_seed(self.seed, iteration, 2, epoch, step)
+
+    def _fold_observations(self, rollout: TensorDictBase) -> dict[str, torch.Tensor]:
+        """Fold ``rollout``'s observations into every normalizer of the loss (the actor's and the
+        critic's of a group get the same statistics); group -> the new statistics."""
+        stats = {}
+        for group, normalizers in self._normalizers.items():
+            if not normalizers:
+                continue
+            observations = rollout.get((group, OBSERVATION))
+            for normalizer in normalizers:
+                normalizer.update(observations)
+            stats[group] = normalizers[0].stats.detach().clone()
+        return stats
 
     def _indices(self, rows: int, generator: torch.Generator) -> list[torch.Tensor]:
         size = min(self.plan.minibatch_size, rows)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 import torch
 from tensordict import TensorDictBase
 
+from marlplug.algorithms.ppo_iteration import LR, observation_stats, scheduled
 from marlplug.algorithms.ppo_params import loss_parameter_groups
 from marlplug.algorithms.ppo_program import forward_backward
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.optim.adam import AgentAdam
 from marlplug.optim.clip import clip_grad_norm_per_agent_
 
@@ -55,8 +57,13 @@ def step_modules(
     an :class:`AgentAdam` (what the joint trainer and TorchRL users hold). It also handles what rows
     cannot: shared parameters (their own clipping budget, stepped only when the whole group steps)
     and ``frozen`` agents (global indices; their parameters and Adam state do not move).
+
+    What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`) is
+    used as the program uses it: the observation statistics are written into the loss's
+    normalizers, and the learning rate replaces ``optimizer``'s for this step only.
     """
     groups = loss_parameter_groups(loss)
+    _load_observation_stats(loss, batch)
     optimizer.zero_grad(set_to_none=True)
     losses, total = forward_backward(loss, batch, seed)
     total.backward()
@@ -72,7 +79,16 @@ def step_modules(
     for group in groups:
         masks[group.group] = active[start : start + group.n_agents]
         start += group.n_agents
-    optimizer.step(active=masks)
+    lr = scheduled(batch, LR)
+    rates = [param_group["lr"] for param_group in optimizer.param_groups]
+    if lr is not None:
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = lr
+    try:
+        optimizer.step(active=masks)
+    finally:
+        for param_group, rate in zip(optimizer.param_groups, rates, strict=True):
+            param_group["lr"] = rate
     optimizer.zero_grad(set_to_none=True)
     return UpdateStepResult(
         losses=losses.detach(),
@@ -81,3 +97,15 @@ def step_modules(
         stepped=active,
         nonfinite=~finite,
     )
+
+
+def _load_observation_stats(loss: JointPPOLoss, batch: TensorDictBase) -> None:
+    """Write the observation statistics ``batch`` carries into the loss's normalizers, in place."""
+    for group in loss.groups:
+        stats = observation_stats(batch, group)
+        if stats is None:
+            continue
+        with torch.no_grad():
+            for network in (loss.actor_networks[group], loss.critic_networks[group]):
+                for normalizer in observation_normalizers(network):
+                    normalizer.stats.copy_(stats)

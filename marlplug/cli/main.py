@@ -92,6 +92,10 @@ COMMANDS = {
     "codes": LazyCommand(
         "marlplug.cli.codes:codes", "Coding schemes for coded distributed training."
     ),
+    "compare": LazyCommand(
+        "marlplug.cli.compare:compare",
+        "Compare sweep results: IQM, mean, median with 95% intervals; P(improvement); a figure.",
+    ),
     "config": LazyCommand("marlplug.cli.config:config", "Check and show config files."),
     "envs": LazyCommand(
         "marlplug.cli.envs:envs",
@@ -108,6 +112,10 @@ COMMANDS = {
     "render": LazyCommand(
         "marlplug.cli.render:render",
         "Write a GIF of one episode of CONFIG's environment (rendered with the mpe backend).",
+    ),
+    "sweep": LazyCommand(
+        "marlplug.cli.sweep:sweep",
+        "Train every grid configuration with every seed and evaluate each; results for `compare`.",
     ),
     "train": LazyCommand(
         "marlplug.cli.train:train",

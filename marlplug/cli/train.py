@@ -78,7 +78,7 @@ def _train(
     lines = summary_lines(
         result,
         run_dir=result.run_dir,
-        metrics=f"{result.metrics_dir} ({config.logging.backend})",
+        metrics=f"{result.metrics_location or result.metrics_dir} ({config.logging.backend})",
         outputs=outputs,
     )
     if result.nonfinite is not None:

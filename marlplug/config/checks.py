@@ -3,8 +3,8 @@
 Each field is checked by its schema; what a schema cannot see is checked here, before any work
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
 fields: a warning), the same loss twice (:func:`check_unique_losses`, run before moved entries
-leave the list), straggler settings that delay nobody, and a memory
-estimate that refuses runs which cannot fit in this machine's memory.
+leave the list), straggler settings that delay nobody, tracker settings of a backend the run does
+not log to, and a memory estimate that refuses runs which cannot fit in this machine's memory.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def check_config(config: MarlplugConfig) -> None:
     _check_losses_are_used(config)
     _check_ignored_train_fields(config)
     _check_stragglers(config)
+    _check_tracker_settings(config)
     _check_memory(config)
 
 
@@ -114,6 +115,33 @@ def _check_stragglers(config: MarlplugConfig) -> None:
             f"coding.stragglers.{field}: does nothing without delay_s (a straggler answers "
             "delay_s seconds late; it is 0); set coding.stragglers.delay_s, e.g. 0.25"
         )
+
+
+def _check_tracker_settings(config: MarlplugConfig) -> None:
+    """``logging.wandb``/``logging.mlflow`` changed from their defaults while the run logs to
+    another backend. Only changes count: ``config.yaml`` holds every section, defaults included.
+
+    Example:
+        >>> import warnings
+        >>> from marlplug.config import load_config
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = load_config(data={"logging": {"wandb": {"project": "spread"}}})
+        >>> print(caught[0].message)
+        logging.wandb.project: used only by logging.backend wandb (it is csv); set logging.backend=wandb to log there
+    """
+    logging = config.logging
+    for backend, section in (("wandb", logging.wandb), ("mlflow", logging.mlflow)):
+        changed = [
+            name
+            for name, info in type(section).model_fields.items()
+            if getattr(section, name) != info.default
+        ]
+        if changed and logging.backend != backend:
+            warn(
+                f"logging.{backend}.{changed[0]}: used only by logging.backend {backend} "
+                f"(it is {logging.backend}); set logging.backend={backend} to log there"
+            )
 
 
 def _check_memory(config: MarlplugConfig) -> None:

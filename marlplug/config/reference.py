@@ -16,7 +16,14 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from marlplug.config.schema import CodingSection, LoggingSection, MarlplugConfig, StragglerSection
+from marlplug.config.schema import (
+    CodingSection,
+    LoggingSection,
+    MarlplugConfig,
+    MLflowSection,
+    StragglerSection,
+    WandbSection,
+)
 from marlplug.config.train import TrainSection
 from marlplug.errors import PluginError
 from marlplug.plugins import KIND_HOOKS, PluginManager
@@ -115,6 +122,8 @@ def render_reference(manager: PluginManager, *, distributions: set[str] | None =
     sections: list[tuple[str, type[BaseModel]]] = [
         ("train", TrainSection),
         ("logging", LoggingSection),
+        ("logging.wandb", WandbSection),
+        ("logging.mlflow", MLflowSection),
         ("coding", CodingSection),
         ("coding.stragglers", StragglerSection),
     ]

@@ -125,13 +125,60 @@ class CodingSection(Options):
     stragglers: StragglerSection = Field(default_factory=StragglerSection)
 
 
+class WandbSection(Options):
+    """``logging.wandb``: where a run logged with ``backend: wandb`` goes (Weights & Biases).
+
+    The run is named after the run folder and keeps its files in ``RUN_DIR/wandb``; offline (the
+    default) nothing leaves this machine until ``wandb sync``.
+    """
+
+    project: str = Field("marlplug", min_length=1, description="W&B project of the run.")
+    entity: str | None = Field(
+        None, min_length=1, description="W&B user or team; null: your default entity."
+    )
+    mode: Literal["offline", "online"] = Field(
+        "offline",
+        description="'offline': write RUN_DIR/wandb only (upload later with `wandb sync`); "
+        "'online': stream to the W&B server (needs `wandb login`).",
+    )
+
+
+class MLflowSection(Options):
+    """``logging.mlflow``: where a run logged with ``backend: mlflow`` goes."""
+
+    tracking_uri: str | None = Field(
+        None,
+        min_length=1,
+        description="MLflow tracking URI (`sqlite:///runs/mlflow.db` to share one store, "
+        "`http://host:5000` for a server); null: `sqlite:///RUN_DIR/mlflow.db`, artifacts in "
+        "RUN_DIR/mlartifacts.",
+    )
+    experiment: str = Field(
+        "marlplug", min_length=1, max_length=500, description="MLflow experiment of the run."
+    )
+
+
+#: ``logging.backend``: which of TorchRL's loggers a run writes its metrics with.
+LoggingBackend = Literal["csv", "tensorboard", "wandb", "mlflow"]
+
+
 class LoggingSection(Options):
     """Where metrics, checkpoints and plots go."""
 
     dir: Path = Field(Path("runs"), description="Parent folder for run folders.")
     run_name: str | None = Field(None, description="Run folder name; default: a timestamp.")
-    backend: Literal["csv", "tensorboard"] = "csv"
+    backend: LoggingBackend = Field(
+        "csv",
+        description="Metrics logger: 'csv' or 'tensorboard' (RUN_DIR/metrics), 'wandb' "
+        "(logging.wandb) or 'mlflow' (logging.mlflow).",
+    )
     progress: bool = Field(True, description="Show a progress bar.")
+    wandb: WandbSection = Field(
+        default_factory=WandbSection, description="Used by backend 'wandb'; see below."
+    )
+    mlflow: MLflowSection = Field(
+        default_factory=MLflowSection, description="Used by backend 'mlflow'; see below."
+    )
 
 
 class MarlplugConfig(Options):

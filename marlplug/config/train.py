@@ -8,9 +8,16 @@ terms and the seed).
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from marlplug.options import Options
+
+#: How the learning rate changes over a run: ``constant`` or ``linear`` (annealed to
+#: ``train.lr_final`` over ``train.updates`` updates).
+LrSchedule = Literal["constant", "linear"]
 
 
 class TrainerSettings(Options):
@@ -56,6 +63,19 @@ class TrainSection(TrainerSettings):
     """``train:`` in a config file: the trainer's settings plus how long to run, how often to
     checkpoint and how many threads torch uses. The PPO loss terms are ``algorithm:`` options."""
 
+    # Here, not in TrainerSettings: a schedule needs the run's length (train.updates), which
+    # only this section has (build_trainer hands the joint trainer the schedule itself).
+    lr_schedule: LrSchedule = Field(
+        "constant",
+        description="Learning-rate schedule: constant (train.lr throughout) or linear (PPO: "
+        "annealed from train.lr at the first update to train.lr_final over train.updates "
+        "updates, as CleanRL and MAPPO do).",
+    )
+    lr_final: float | None = Field(
+        None,
+        ge=0.0,
+        description="Where the linear schedule ends (null: 0); only with lr_schedule: linear.",
+    )
     updates: int = Field(50, ge=1, le=10**9, description="Number of updates (one rollout each).")
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
@@ -78,3 +98,22 @@ class TrainSection(TrainerSettings):
     eval_episodes: int = Field(
         20, ge=1, le=10**5, description="Episodes per evaluation (train.eval_every)."
     )
+    # A run trained on the fast vmas backend is judged on the reference mpe episodes, as
+    # `marlplug evaluate RUN --backend mpe` does: the two backends give the same observations.
+    eval_backend: str | None = Field(
+        None,
+        description="Backend of the evaluation env (train.eval_every), e.g. mpe for a run trained "
+        "on vmas; null: the run's own backend.",
+    )
+
+    @field_validator("lr_final")
+    @classmethod
+    def _final_needs_linear(cls, lr_final: float | None, info: ValidationInfo) -> float | None:
+        # A final learning rate the constant schedule never reaches would be silently ignored.
+        if lr_final is not None and info.data.get("lr_schedule", "linear") != "linear":
+            raise PydanticCustomError(
+                "lr_final_without_schedule",
+                "only used with lr_schedule: linear (lr_schedule is {schedule})",
+                {"schedule": info.data.get("lr_schedule")},
+            )
+        return lr_final

@@ -19,6 +19,7 @@ from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
 from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.errors import UserError
+from marlplug.nn.obs_norm import ObservationNormalized, ObservationNormalizer
 from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
 from marlplug.nn.stacked import StackedLinear, StackedMLP
 from marlplug.nn.value_norm import ValueNormalizer
@@ -62,6 +63,9 @@ class GroupActorCritic(nn.Module):
             ``False`` gives independent critics (IPPO).
         value_norm: the critic ends with a :class:`~marlplug.nn.value_norm.ValueNormalizer`: its
             network predicts standardized returns (the loss updates the statistics).
+        obs_norm: the encoder and the critic start with an
+            :class:`~marlplug.nn.obs_norm.ObservationNormalizer` (one each, holding the same
+            statistics: PPO's rollout source updates both from every rollout).
         init: how the weights are drawn (:data:`WeightInit`); ``orthogonal`` starts the policy
             near uniform (its head's gain is 0.01).
 
@@ -84,6 +88,7 @@ class GroupActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        obs_norm: bool = False,
         init: WeightInit = "torch",
     ) -> None:
         super().__init__()
@@ -94,14 +99,15 @@ class GroupActorCritic(nn.Module):
             )
         self.spec = spec
         group = spec.group
+        encoder_mlp = StackedMLP(
+            n_agents=spec.n_agents,
+            in_features=spec.observation_dim,
+            out_features=feature_dim,
+            num_cells=[hidden_size],
+            activate_last_layer=True,
+        )
         self.encoder = TensorDictModule(
-            StackedMLP(
-                n_agents=spec.n_agents,
-                in_features=spec.observation_dim,
-                out_features=feature_dim,
-                num_cells=[hidden_size],
-                activate_last_layer=True,
-            ),
+            self._with_obs_norm(encoder_mlp, obs_norm),
             in_keys=[(group, OBSERVATION)],
             out_keys=[(group, FEATURES)],
         )
@@ -162,18 +168,27 @@ class GroupActorCritic(nn.Module):
         )
         if init == "orthogonal":
             self._orthogonal_init(value_net)
-        critic: nn.Module = value_net
+        critic = self._with_obs_norm(value_net, obs_norm)
         if value_norm:
-            critic = nn.Sequential(value_net, ValueNormalizer(n_agents=spec.n_agents))
+            critic = nn.Sequential(critic, ValueNormalizer(n_agents=spec.n_agents))
         self.critic = TensorDictModule(
             critic,
             in_keys=[(group, OBSERVATION)],
             out_keys=[(group, STATE_VALUE)],
         )
 
+    def _with_obs_norm(self, network: nn.Module, obs_norm: bool) -> nn.Module:
+        """``network`` reading standardized observations when ``obs_norm`` is on (its own
+        normalizer: a parameter shared by two modules would be two keys of one ``theta`` slot)."""
+        if not obs_norm:
+            return network
+        normalizer = ObservationNormalizer(
+            n_agents=self.spec.n_agents, observation_dim=self.spec.observation_dim
+        )
+        return ObservationNormalized(network, normalizer)
+
     def _orthogonal_init(self, critic: StackedMLP) -> None:
-        encoder = self.encoder.module
-        assert isinstance(encoder, StackedMLP)
+        encoder = next(m for m in self.encoder.module.modules() if isinstance(m, StackedMLP))
         encoder.orthogonal_(TANH_GAIN, last_gain=TANH_GAIN)  # its features pass through tanh too
         head = self.policy_head.module
         head_linear = head[0] if isinstance(head, nn.Sequential) else head
@@ -194,6 +209,7 @@ class JointActorCritic(nn.Module):
         feature_dim: see :class:`GroupActorCritic`.
         centralized_critic: see :class:`GroupActorCritic`.
         value_norm: see :class:`GroupActorCritic`.
+        obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
 
     Examples:
@@ -211,6 +227,7 @@ class JointActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        obs_norm: bool = False,
         init: WeightInit = "torch",
     ) -> None:
         super().__init__()
@@ -224,6 +241,7 @@ class JointActorCritic(nn.Module):
                     feature_dim=feature_dim,
                     centralized_critic=centralized_critic,
                     value_norm=value_norm,
+                    obs_norm=obs_norm,
                     init=init,
                 )
                 for spec in specs
@@ -240,6 +258,7 @@ class JointActorCritic(nn.Module):
         feature_dim: int = 64,
         centralized_critic: bool = True,
         value_norm: bool = False,
+        obs_norm: bool = False,
         init: WeightInit = "torch",
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
@@ -249,6 +268,7 @@ class JointActorCritic(nn.Module):
             feature_dim=feature_dim,
             centralized_critic=centralized_critic,
             value_norm=value_norm,
+            obs_norm=obs_norm,
             init=init,
         )
 

@@ -42,6 +42,8 @@ TRAINING_KEY = "training"
 CONFIG_KEY = "config"
 #: The agent names a checkpoint was trained with, in the documented agent order.
 AGENTS_KEY = "agents"
+#: The run's periodic evaluations (plain dicts, :mod:`marlplug.runs.evaluations`).
+EVALUATIONS_KEY = "evaluations"
 RNG_KEY = "rng"
 FORMAT_KEY = "format"
 #: Marks a file as a marlplug checkpoint of this layout (plain data, numpy RNG state as a tensor).

@@ -25,6 +25,8 @@ class EvaluationPoint:
         {'eval_return': -60.0, 'eval_return_std': 5.0, 'eval_score': 0.3}
         >>> point.describe()
         '-60.000 ± 5.000 (20 deterministic episodes after update 10; oracle-normalized score 0.30)'
+        >>> EvaluationPoint(update=10, frames=500, mean=-60.0, std=5.0, episodes=20, backend="mpe").describe()
+        '-60.000 ± 5.000 (20 deterministic mpe episodes after update 10)'
     """
 
     update: int
@@ -38,6 +40,9 @@ class EvaluationPoint:
     episodes: int
     score: float | None = None
     """``(mean - random) / (scripted - random)``; ``None``: the scenario has no scripted policy."""
+    backend: str | None = None
+    """The env backend the episodes ran on (``None``: not recorded, a checkpoint of an earlier
+    marlplug)."""
 
     def as_metrics(self) -> dict[str, float]:
         """The logged scalars (no score where there is none)."""
@@ -48,8 +53,9 @@ class EvaluationPoint:
 
     def describe(self) -> str:
         """One line for the end-of-run summary."""
+        on = f"{self.backend} " if self.backend else ""
         text = (
-            f"{self.mean:.3f} ± {self.std:.3f} ({self.episodes} deterministic episodes after "
+            f"{self.mean:.3f} ± {self.std:.3f} ({self.episodes} deterministic {on}episodes after "
             f"update {self.update}"
         )
         if self.score is not None and math.isfinite(self.score):

@@ -80,26 +80,28 @@ def iteration_returns(log: IterationLog, num_agents: int) -> ReturnPoint | None:
 def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -> None:
     """Log the iteration at step ``iteration + 1``: frames, timings, both returns, the program's
     statistics under their names (``total_loss``, ``agent_0/entropy``, ...) and, for a coded round,
-    its record."""
-    step = log.iteration + 1
-    logger.log_scalar("env_steps", float(log.env_steps), step=step)
-    logger.log_scalar("collect_s", log.collect_s, step=step)
-    logger.log_scalar("update_s", log.update_s, step=step)
-    for name, value in (returns.as_metrics() if returns is not None else {}).items():
-        logger.log_scalar(name, value, step=step)
-    for name, value in log.stats.items():
-        logger.log_scalar(name, value, step=step)
+    its record; in one ``log_metrics`` call (one W&B history row, one MLflow request)."""
+    metrics: dict[str, float] = {
+        "env_steps": float(log.env_steps),
+        "collect_s": log.collect_s,
+        "update_s": log.update_s,
+        **(returns.as_metrics() if returns is not None else {}),
+        **log.stats,
+    }
     if log.round is not None:
         round_log = log.round
-        logger.log_scalar("round_s", round_log.round_s, step=step)
-        logger.log_scalar("round_wait_s", round_log.wait_s, step=step)
-        logger.log_scalar("round_decode_s", round_log.decode_s, step=step)
-        logger.log_scalar(
-            "round_compute_s_max", max(round_log.compute_s.values(), default=0.0), step=step
+        metrics.update(
+            {
+                "round_s": round_log.round_s,
+                "round_wait_s": round_log.wait_s,
+                "round_decode_s": round_log.decode_s,
+                "round_compute_s_max": max(round_log.compute_s.values(), default=0.0),
+                "round_learners_used": float(len(round_log.learners_used)),
+                "round_stragglers": float(len(round_log.stragglers)),
+                "round_failures": float(len(round_log.failures)),
+            }
         )
-        logger.log_scalar("round_learners_used", float(len(round_log.learners_used)), step=step)
-        logger.log_scalar("round_stragglers", float(len(round_log.stragglers)), step=step)
-        logger.log_scalar("round_failures", float(len(round_log.failures)), step=step)
+    logger.log_metrics(metrics, step=log.iteration + 1)
 
 
 def iteration_row(log: IterationLog, returns: ReturnPoint | None) -> dict[str, object]:

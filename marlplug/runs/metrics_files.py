@@ -1,24 +1,51 @@
-"""A run's metric files: TorchRL's loggers (CSV with a header row per file, or TensorBoard) and the
-rounds log, restarted at the checkpoint when a run resumes."""
+"""A run's metrics logger (:func:`make_logger`: TorchRL's CSV with a header row per file,
+TensorBoard, W&B or MLflow) and the metric files, restarted at the checkpoint when a run resumes."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from torchrl.record.loggers import CSVLogger, Logger
+from torchrl.record.loggers import CSVLogger, Logger, TensorboardLogger
 
+from marlplug.config import LoggingSection
 from marlplug.errors import UserError
 from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.run_logger import RunLogger, RunOutcome, missing_package
+from marlplug.runs.trackers import open_mlflow, open_wandb
 
 #: The first column of every scalar CSV; the second is named after the metric (``step,entropy``).
 STEP_COLUMN = "step"
 
 
-class HeaderedCSVLogger(CSVLogger):
+class RunFolderLogger(Logger):
+    """The :class:`RunLogger` side of the loggers that write into the run folder (CSV,
+    TensorBoard): the folder holds ``config.yaml`` and the plots already."""
+
+    @property
+    def location(self) -> str:
+        return str(self.experiment.log_dir)
+
+    def log_run_config(self, config: Mapping[str, Any]) -> None:
+        """Nothing: ``config.yaml`` is beside the metrics."""
+
+    def log_image_file(self, path: Path) -> None:
+        """Nothing: the image is a file of the run folder."""
+
+    def finish(self, outcome: RunOutcome) -> None:
+        self.close()
+
+
+class FolderTensorboardLogger(RunFolderLogger, TensorboardLogger):
+    """TorchRL's ``TensorboardLogger`` as a :class:`RunLogger`."""
+
+
+class HeaderedCSVLogger(RunFolderLogger, CSVLogger):
     """TorchRL's ``CSVLogger`` whose scalar files start with a header row, ``step,<metric>``.
 
     TorchRL writes headerless ``step,value`` files and appends to them; this writes the header
@@ -44,30 +71,65 @@ class HeaderedCSVLogger(CSVLogger):
         super().log_scalar(name, value, step=step)
 
 
-def make_logger(backend: str, run_dir: Path, *, keep_before: int) -> Logger:
-    """A TorchRL logger writing under ``run_dir/metrics`` (``csv`` or ``tensorboard``).
+def make_logger(
+    logging: LoggingSection, run_dir: Path, *, keep_before: int, resume: bool = False
+) -> RunLogger:
+    """The run's metrics logger, as ``logging.backend`` says: ``csv`` or ``tensorboard`` under
+    ``run_dir/metrics``, ``wandb`` or ``mlflow`` where ``logging.wandb``/``logging.mlflow`` say
+    (:mod:`marlplug.runs.trackers`).
 
     ``keep_before`` is the first step this run logs: CSV rows of that step and later are dropped
     first (:func:`restart_scalar_csvs`), as a resumed run logs those steps again. TensorBoard event
     files are left as they are: a new record at step s makes TensorBoard's default loader drop the
     tag's records at s and later, so the resumed run's values replace the old ones (the legacy
-    loader, ``--load_fast=false`` or ``EventAccumulator``, shows both).
+    loader, ``--load_fast=false`` or ``EventAccumulator``, shows both). With ``resume``, W&B and
+    MLflow continue the tracker run the folder logged to, and get those steps again (the same
+    values: a resumed run is bit-identical).
     """
+    backend = logging.backend
     if backend == "csv":
         logger = HeaderedCSVLogger(exp_name="metrics", log_dir=str(run_dir))
         restart_scalar_csvs(Path(logger.experiment.log_dir) / "scalars", keep_before)
         return logger
     if backend == "tensorboard":
         try:
-            from torchrl.record.loggers import TensorboardLogger
-
-            return TensorboardLogger(exp_name="metrics", log_dir=str(run_dir))
+            return FolderTensorboardLogger(exp_name="metrics", log_dir=str(run_dir))
         except ImportError as exc:
-            raise UserError(
-                "logging.backend: tensorboard needs the tensorboard package "
-                "(pip install 'marlplug[tensorboard]'); or use csv"
-            ) from exc
-    raise UserError(f"logging.backend: unknown backend '{backend}'; available: csv, tensorboard")
+            raise missing_package("tensorboard", "tensorboard") from exc
+    if backend == "wandb":
+        return open_wandb(logging, run_dir, resume=resume)
+    if backend == "mlflow":
+        return open_mlflow(logging, run_dir, resume=resume)
+    raise UserError(
+        f"logging.backend: unknown backend '{backend}'; available: csv, tensorboard, wandb, mlflow"
+    )
+
+
+@contextmanager
+def open_run_logger(
+    logging: LoggingSection, run_dir: Path, *, keep_before: int, resume: bool = False
+) -> Iterator[RunLogger]:
+    """:func:`make_logger`, finished when the block ends: ``interrupted`` by Ctrl-C or SIGTERM
+    (``KeyboardInterrupt``, :class:`~marlplug.runs.interrupt.TrainingInterrupted`), ``failed`` by
+    any other exception, else ``finished``.
+
+    Examples:
+        >>> import tempfile
+        >>> from marlplug.config import LoggingSection
+        >>> with open_run_logger(LoggingSection(), Path(tempfile.mkdtemp()), keep_before=1) as log:
+        ...     log.log_metrics({"return_team": -3.0}, step=1)
+        {'return_team': -3.0}
+    """
+    logger = make_logger(logging, run_dir, keep_before=keep_before, resume=resume)
+    outcome: RunOutcome = "failed"
+    try:
+        yield logger
+        outcome = "finished"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+        raise
+    finally:
+        logger.finish(outcome)
 
 
 def _write_text_atomically(path: Path, text: str) -> None:

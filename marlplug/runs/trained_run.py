@@ -5,13 +5,20 @@ reads before it rebuilds the policy (:func:`~marlplug.runs.checkpoint.load_polic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, CONFIG_KEY, TRAINING_KEY, load_checkpoint
+from marlplug.runs.checkpoint import (
+    CHECKPOINT_NAME,
+    CONFIG_KEY,
+    EVALUATIONS_KEY,
+    TRAINING_KEY,
+    load_checkpoint,
+)
+from marlplug.runs.evaluations import EvaluationPoint, evaluations_from_checkpoint
 from marlplug.runs.run_config import CONFIG_NAME
 
 
@@ -33,6 +40,8 @@ class TrainedRun:
     """Updates done when the checkpoint was written."""
     frames: int | None
     """Environment frames at that point."""
+    evaluations: list[EvaluationPoint] = field(default_factory=list)
+    """The run's periodic evaluations up to the checkpoint (``train.eval_every``)."""
 
     @classmethod
     def find(cls, path: Path, *, argument: str = "RUN_DIR|CHECKPOINT") -> TrainedRun:
@@ -52,6 +61,7 @@ class TrainedRun:
             config=checkpoint_config(checkpoint, state, argument=argument),
             updates=counters.get("iterations"),
             frames=counters.get("env_steps"),
+            evaluations=evaluations_from_checkpoint(state.get(EVALUATIONS_KEY, [])),
         )
 
 

@@ -52,8 +52,9 @@ class PeriodicEvaluation:
     """Evaluates ``theta`` every ``train.eval_every`` updates and after the last one.
 
     The episodes are those of ``marlplug evaluate RUN_DIR --episodes train.eval_episodes`` (one env
-    copy, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`), so the run's
-    final evaluation and that command agree. Where the scenario has a scripted policy, the random
+    copy, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with
+    ``--backend`` set to ``train.eval_backend`` where the run sets it), so the run's final
+    evaluation and that command agree. Where the scenario has a scripted policy, the random
     and scripted references are measured once on the same episodes and every evaluation carries its
     oracle-normalized score.
 
@@ -82,7 +83,8 @@ class PeriodicEvaluation:
         self.episodes = config.train.eval_episodes
         self.seed = DEFAULT_EVALUATION_SEED
         with untouched_rng():  # building networks and envs may draw from the global RNGs
-            self.env = evaluation_env(config)
+            self.backend = config.train.eval_backend or config.env.backend
+            self.env = evaluation_env(config, backend=self.backend)
             self.program = algorithm.bind(self.env, config)
             if not isinstance(self.program, (ModuleActing, FlatActing)):
                 self.env.close()
@@ -98,7 +100,7 @@ class PeriodicEvaluation:
         depend only on the scenario, its options, the backend and the episodes."""
         key = (
             config.env.name,
-            config.env.backend,
+            self.backend,
             json.dumps(config.env.options.model_dump(mode="json"), sort_keys=True),
             self.episodes,
             self.seed,
@@ -147,6 +149,7 @@ class PeriodicEvaluation:
             std=result.std,
             episodes=result.episodes,
             score=None if self.references is None else self.references.score(result.mean),
+            backend=self.backend,
         )
 
     def close(self) -> None:

@@ -6,7 +6,8 @@ The algorithm (hook ``marlplug_algorithms``) is used only through its protocol
 coded learners (:mod:`marlplug.train.executors`), otherwise every agent updates in this process.
 :class:`~marlplug.train.loop.Training` runs the iterations; this module owns the run folder around
 them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every`` iterations and at the
-end; resumed bit-identically), ``metrics/`` (TorchRL logger), ``rounds.csv`` (one row per
+end; resumed bit-identically), ``metrics/`` (TorchRL logger; or a W&B or MLflow run with the config,
+metrics and plots, :mod:`marlplug.runs.trackers`), ``rounds.csv`` (one row per
 iteration), periodic evaluations (``train.eval_every``: :mod:`marlplug.train.evaluation`, logged as
 ``eval_return``/``eval_score`` and drawn on the curve), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
 :data:`TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder lock and non-finite stops.
@@ -36,6 +37,7 @@ from marlplug.runs.checkpoint import (
     AGENTS_KEY,
     CHECKPOINT_NAME,
     CONFIG_KEY,
+    EVALUATIONS_KEY,
     TRAINING_KEY,
     check_agents,
     config_changes,
@@ -57,10 +59,11 @@ from marlplug.runs.iteration_report import (
     log_iteration,
     rounds_columns,
 )
-from marlplug.runs.metrics_files import make_logger, restart_rounds_csv
+from marlplug.runs.metrics_files import open_run_logger, restart_rounds_csv
 from marlplug.runs.reporting import ProgressBar
 from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config
 from marlplug.runs.run_folder import hold_run_dir, storage_errors
+from marlplug.runs.run_logger import RunLogger
 from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
 from marlplug.runs.summary import RunTotals, plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
@@ -78,8 +81,6 @@ LEARNING_CURVE_NAME = "learning_curve.png"
 #: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
 HISTORY_KEY = "history"
 ROUND_LOGS_KEY = "round_logs"
-#: The checkpoint entry holding the run's periodic evaluations (plain dicts).
-EVALUATIONS_KEY = "evaluations"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
@@ -115,6 +116,8 @@ class TrainResult(RunTotals):
     notes: list[str] = field(default_factory=list)
     #: Agent updates that met non-finite values, in one line (None: none).
     nonfinite: str | None = None
+    #: Where the metrics went, in words (``metrics_dir``; W&B's run folder, MLflow's store and run).
+    metrics_location: str = ""
 
 
 def configured_algorithm(config: MarlplugConfig) -> Any:
@@ -287,7 +290,16 @@ class _Run:
             self.saved_iteration = self.training.iterations
         with storage_errors(self.folder, lambda: kept_checkpoint(self.checkpoint)):
             save_run_config(self.folder, self.config)  # a resume's --set overrides, too
-            return self._iterate()
+            # Iteration i (0-based) logs at step i + 1 (log_iteration): a run resumed after K
+            # iterations logs from step K + 1 on; W&B and MLflow continue the resumed run's own.
+            with open_run_logger(
+                self.config.logging,
+                self.folder,
+                keep_before=self.training.iterations + 1,
+                resume=state is not None,
+            ) as logger:
+                logger.log_run_config(resolved_dict(self.config))
+                return self._iterate(logger)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _restore(self, loaded: dict[str, Any]) -> None:
@@ -321,7 +333,7 @@ class _Run:
         )
         self.saved_iteration = self.training.iterations
 
-    def _iterate(self) -> TrainResult:
+    def _iterate(self, logger: RunLogger) -> TrainResult:
         training, folder = self.training, self.folder
         result = TrainResult(
             theta=training.theta,
@@ -338,11 +350,6 @@ class _Run:
         )
         columns = rounds_columns(coded=self.coded)
         restart_rounds_csv(result.rounds_csv, columns, training.iterations)
-        # Iteration i (0-based) logs at step i + 1 (log_iteration): a run resumed after K
-        # iterations logs from step K + 1 on.
-        logger = make_logger(
-            self.config.logging.backend, folder, keep_before=training.iterations + 1
-        )
         self._note_waiting()
         start_steps, start = training.env_steps, time.perf_counter()
         latest = self.history[-1] if self.history else None
@@ -376,9 +383,9 @@ class _Run:
                     self.checkpoint,
                     folder,
                 )
-        return self._finish(result, start_steps, time.perf_counter() - start)
+        return self._finish(result, start_steps, time.perf_counter() - start, logger)
 
-    def _evaluate(self, logger: Any) -> None:
+    def _evaluate(self, logger: RunLogger) -> None:
         """Evaluate the policy when ``train.eval_every`` says so; log it at the update's step."""
         training, evaluation = self.training, self.evaluation
         # The run's end is train.updates: a call stopped early (run(iterations=...)) and resumed
@@ -397,8 +404,7 @@ class _Run:
             return
         finally:
             self.evaluation_s += time.perf_counter() - start
-        for name, value in point.as_metrics().items():
-            logger.log_scalar(name, value, step=training.iterations)
+        logger.log_metrics(point.as_metrics(), step=training.iterations)
         self.evaluations.append(point)
 
     def _note_waiting(self) -> None:
@@ -425,7 +431,9 @@ class _Run:
                 num_learners=self.config.coding.learners,
             ) from None
 
-    def _finish(self, result: TrainResult, start_steps: int, seconds: float) -> TrainResult:
+    def _finish(
+        self, result: TrainResult, start_steps: int, seconds: float, logger: RunLogger
+    ) -> TrainResult:
         training, config = self.training, self.config
         result.seconds = seconds - self.evaluation_s
         result.evaluation_s = self.evaluation_s
@@ -450,4 +458,8 @@ class _Run:
             plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)
         else:
             result.timeline = None
+        for plot in (result.learning_curve, result.timeline):
+            if plot is not None:
+                logger.log_image_file(plot)
+        result.metrics_location = logger.location
         return result

@@ -82,4 +82,5 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         config=trainer_config,
         algorithm=algorithm,
         aux_losses=aux_losses,
+        schedule=algorithm.schedule(config.train),
     )

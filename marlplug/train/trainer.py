@@ -16,6 +16,7 @@ from torch import nn
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
+from marlplug.algorithms.ppo_iteration import PpoSchedule
 from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts, episode_returns
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.ppo_options import JointTrainerConfig, PPOLossOptions
@@ -46,6 +47,8 @@ class JointMultiAgentTrainer:
         algorithm: the PPO learner (model sizes, Adam ε).
         aux_losses: name -> aux loss module, added to the joint loss.
         loss_critic_type: distance for the value loss.
+        schedule: learning-rate and entropy-coefficient schedules over the updates
+            (:meth:`PPO.schedule`; ``None``: constants).
 
     Examples:
         >>> from marlplug.envs import make_env
@@ -65,6 +68,7 @@ class JointMultiAgentTrainer:
         algorithm: PPO | None = None,
         aux_losses: Mapping[str, nn.Module] | None = None,
         loss_critic_type: str | None = None,
+        schedule: PpoSchedule | None = None,
     ) -> None:
         self.config = config or JointTrainerConfig()
         self.algorithm = algorithm or PPO()
@@ -95,6 +99,7 @@ class JointMultiAgentTrainer:
                 iterate_all_minibatches=self.config.iterate_all_minibatches,
                 max_minibatches_per_epoch=self.config.max_minibatches_per_epoch,
             ),
+            schedule=schedule,
         )
         #: Skipped steps (non-finite gradient norms), the losses behind them, and the stop rule.
         self.nonfinite = NonfiniteMonitor(self.agent_names, self.config.max_nonfinite_steps)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from marlplug import load_config
@@ -42,12 +43,23 @@ def _relative(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return float((actual - expected).norm() / expected.norm())
 
 
-def test_coded_ppo_matches_centralized_ppo_after_two_updates(tmp_path: Path) -> None:
+# PPO's options that change what every round computes: the learners must get them too.
+PPO_OPTIONS = [
+    "train.lr_schedule=linear",
+    "algorithm.ent_coef_final=0.0",
+    "algorithm.obs_norm=true",
+]
+
+
+@pytest.mark.parametrize("options", [[], PPO_OPTIONS], ids=["defaults", "schedules-obs-norm"])
+def test_coded_ppo_matches_centralized_ppo_after_two_updates(
+    tmp_path: Path, options: list[str]
+) -> None:
     centralized = run_training(
-        load_config(default_config_path(), [*SMALL, f"logging.dir={tmp_path}"])
+        load_config(default_config_path(), [*SMALL, *options, f"logging.dir={tmp_path}"])
     )
     coded = run_training(
-        load_config(default_config_path(), [*SMALL, *CODED, f"logging.dir={tmp_path}"])
+        load_config(default_config_path(), [*SMALL, *options, *CODED, f"logging.dir={tmp_path}"])
     )
     assert sum(log.rounds for log in coded.iterations) == 4
     assert _relative(coded.theta, centralized.theta) <= 1e-6

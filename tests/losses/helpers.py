@@ -21,6 +21,7 @@ def make_model(
     seed: int = 0,
     centralized_critic: bool = True,
     value_norm: bool = False,
+    obs_norm: bool = False,
 ) -> JointActorCritic:
     torch.manual_seed(seed)
     specs = [
@@ -38,6 +39,7 @@ def make_model(
         feature_dim=features,
         centralized_critic=centralized_critic,
         value_norm=value_norm,
+        obs_norm=obs_norm,
     )
 
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from marlplug import load_config
-from marlplug.runs.checkpoint import load_checkpoint
+from marlplug.runs.checkpoint import EVALUATIONS_KEY, load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
 from marlplug.runs.summary import summary_lines
 from marlplug.testing import register_plugin
-from marlplug.train.orchestrator import EVALUATIONS_KEY, TrainResult
+from marlplug.train.orchestrator import TrainResult
 from marlplug.train.run import run_training
 from tests.cli.test_evaluate_run import MADDPG_RUN
 from tests.train import protocol_plugin
@@ -66,7 +66,8 @@ def test_evaluations_are_logged_drawn_and_summarized(tmp_path: Path) -> None:
     lines = _summary(result)
     evaluation = next(line for line in lines if line.startswith("evaluation, team:"))
     assert (
-        f"{final.mean:.3f} ± {final.std:.3f} (2 deterministic episodes after update 3" in evaluation
+        f"{final.mean:.3f} ± {final.std:.3f} (2 deterministic mpe episodes after update 3"
+        in evaluation
     )
     assert "oracle-normalized score" in evaluation
     assert result.learning_curve.stat().st_size > 0
