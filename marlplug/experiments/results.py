@@ -57,7 +57,10 @@ class RunResult(_Record):
     frames: int
     wall_seconds: float
     """Wall time of ``marlplug train`` (process start to exit), with the sweep's ``jobs`` running
-    at once: a speed figure only when ``jobs`` was 1 on an idle machine."""
+    at once: a speed figure only when ``jobs`` was 1 on an idle machine, and the run not
+    ``resumed``."""
+    resumed: bool = False
+    """Continued from a checkpoint of an interrupted sweep: ``wall_seconds`` is the last part."""
     evaluation: FinalEvaluation
     curve: list[CurvePoint] = []
     cpu: str = ""

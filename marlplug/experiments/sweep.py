@@ -132,9 +132,16 @@ class SweepRunner:
                                 result = future.result()
                             except _RunStopped:
                                 continue
-                            except RunFailed as failure:
-                                failures.append(str(failure))
-                                self.echo(f"failed: {failure}")
+                            except Exception as failure:  # one run fails, not the sweep
+                                # RunFailed names the run's log; anything else (a results file
+                                # that does not read) is a bug, reported with the run's key.
+                                message = (
+                                    str(failure)
+                                    if isinstance(failure, RunFailed)
+                                    else f"{run.key}: {type(failure).__name__}: {failure}"
+                                )
+                                failures.append(message)
+                                self.echo(f"failed: {message}")
                                 progress.advance(f"{run.key} failed")
                                 continue
                             results = results.with_run(result)
@@ -187,7 +194,8 @@ class SweepRunner:
     def run_one(self, run: PlannedRun) -> RunResult:
         """Train ``run`` (or resume it from its checkpoint), evaluate it, read its curve."""
         run_dir = self.run_dir(run)
-        if (run_dir / CHECKPOINT_NAME).is_file():
+        resumed = (run_dir / CHECKPOINT_NAME).is_file()
+        if resumed:
             train_args = ["train", "--resume", str(run_dir)]
         else:
             if run_dir.exists():  # a run stopped before its first checkpoint: start it again
@@ -222,6 +230,7 @@ class SweepRunner:
             updates=trained.updates or 0,
             frames=trained.frames or 0,
             wall_seconds=round(wall_seconds, 2),
+            resumed=resumed,
             evaluation=FinalEvaluation(
                 backend=report["backend"],
                 episodes=report["episodes"],
@@ -313,5 +322,5 @@ def describe(result: RunResult) -> str:
     return (
         f"{result.configuration}/seed-{result.seed}: return {evaluation.mean:.2f} ± "
         f"{evaluation.std:.2f}{score} ({evaluation.episodes} {evaluation.backend} episodes; "
-        f"{result.frames} frames in {result.wall_seconds:.0f} s)"
+        f"{result.frames} frames in {result.wall_seconds:.0f} s{' since resuming' if result.resumed else ''})"
     )

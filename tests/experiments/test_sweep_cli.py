@@ -56,6 +56,7 @@ def test_sweep_then_compare(tmp_path: Path) -> None:
         assert run.evaluation.score is not None and run.cpu
         assert [point.update for point in run.curve] == [1, 2]
         assert (results_path.parent / run.run_dir / "checkpoint.pt").is_file()
+        assert not run.resumed
     # The same seed gives the same run whatever runs beside it.
     by_key = {(r.configuration, r.seed): r.evaluation.mean for r in results.runs}
     assert by_key[("train.lr=0.001", 0)] != by_key[("train.lr=0.01", 0)]
@@ -115,7 +116,7 @@ def test_an_interrupted_sweep_resumes_its_runs(tmp_path: Path) -> None:
     log = (tmp_path / "sweeps" / "long" / "logs" / "long-seed-0.log").read_text()
     assert "$ marlplug train --resume" in log
     (run,) = load_results(tmp_path / "sweeps" / "long" / "results.json").runs
-    assert run.updates == 40
+    assert run.updates == 40 and run.resumed
 
 
 @pytest.mark.parametrize(
