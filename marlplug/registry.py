@@ -223,8 +223,9 @@ class Registry(Mapping[str, Any]):
             return self._entries[name].obj
         raise self.unknown(name, field=field)
 
-    def get_env(self, name: str, backend: str) -> Component:
-        """The env registered as ``"<backend>/<name>"``; unknown backend or scenario name raise.
+    def get_env(self, name: str, backend: str, *, backend_field: str = "env.backend") -> Component:
+        """The env registered as ``"<backend>/<name>"``; unknown backend or scenario name raise
+        (an unknown backend names ``backend_field``).
 
         Example:
             >>> from marlplug.plugins import get_plugin_manager
@@ -239,7 +240,7 @@ class Registry(Mapping[str, Any]):
         backends = sorted({k.split("/", 1)[0] for k in self._entries})
         if backend not in backends:
             raise self.unknown(
-                backend, what="backend", field="env.backend", choices=backends, key=key
+                backend, what="backend", field=backend_field, choices=backends, key=key
             )
         scenarios = sorted(k.split("/", 1)[1] for k in self._entries if k.startswith(backend + "/"))
         raise self.unknown(

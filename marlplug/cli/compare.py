@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from marlplug.cli.render import check_writable
 from marlplug.experiments.results import load_results
 
 
@@ -76,6 +77,8 @@ def compare(
         has_score = all(run.evaluation.score is not None for g in groups for run in g.runs)
         metric = "score" if has_score else "return"
     figure = None if no_plot else (plot_path or results_paths[0].parent / "compare.png")
+    if figure is not None:  # before the bootstrap, not after it
+        check_writable(figure, option="--plot")
     comparison = run_comparison(
         groups,
         metric="score" if metric == "score" else "return",

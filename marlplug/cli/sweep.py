@@ -12,6 +12,7 @@ from marlplug.configs import default_config_path
 from marlplug.errors import UserError
 from marlplug.experiments.plan import GridAxis, parse_seeds, plan_runs
 from marlplug.experiments.results import Machine, SweepResults, load_results
+from marlplug.plugins import get_plugin_manager
 
 
 @click.command()
@@ -89,6 +90,10 @@ def sweep(
     axes = [GridAxis.parse(text) for text in grid]
     name = name or (config_path.stem if config_path is not None else "default")
     planned = plan_runs(config_path, name=name, seeds=seed_list, overrides=overrides, grid=axes)
+    if eval_backend is not None:  # checked now, not after the first run has trained
+        registry = get_plugin_manager().registry("env")
+        for scenario in {run.config.env.name for run in planned}:
+            registry.get_env(scenario, eval_backend, backend_field="--eval-backend")
     out = out if out is not None else Path("sweeps") / name
     config = str(config_path if config_path is not None else default_config_path())
     results = SweepResults(

@@ -37,6 +37,10 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     """Look every named component up in the registries and validate its options."""
     registries = get_plugin_manager().registries
     registries["env"].get_env(config.env.name, config.env.backend)  # unknown names raise here
+    if config.train.eval_backend is not None:
+        registries["env"].get_env(
+            config.env.name, config.train.eval_backend, backend_field="train.eval_backend"
+        )
     specs: list[tuple[str, ComponentSpec, str, list[str | int]]] = [
         ("env", config.env, config.env.registry_key, ["env"]),
         ("algorithm", config.algorithm, config.algorithm.name, ["algorithm"]),

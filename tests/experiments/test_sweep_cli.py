@@ -127,6 +127,8 @@ def test_an_interrupted_sweep_resumes_its_runs(tmp_path: Path) -> None:
         (["sweep", "--grid", "train.lrr=1,2"], "error: train.lrr: unknown field"),
         (["sweep", "--set", "train.updates=0"], "error: train.updates: input should be"),
         (["compare", "missing.json"], "error: RESULTS: no such file: missing.json"),
+        (["sweep", "--eval-backend", "mpee"], "error: --eval-backend: unknown backend 'mpee'"),
+        (["sweep", "--set", "train.eval_backend=vmass"], "error: train.eval_backend: unknown"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path: Path, args: list[str], message: str) -> None:
