@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 from tensordict import TensorDictBase
 from torch import nn
 from torchrl.envs import EnvBase
@@ -22,11 +23,12 @@ from marlplug.algorithms.ppo_params import loss_parameter_groups
 from marlplug.algorithms.ppo_program import PpoProgram, seeded
 from marlplug.algorithms.ppo_step import UpdateStepResult, step_modules
 from marlplug.config import MAX_WIDTH
+from marlplug.config.checks import warn
 from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.ppo_options import PPOLossOptions
-from marlplug.nn.actor_critic import JointActorCritic, WeightInit
+from marlplug.nn.actor_critic import CriticInput, JointActorCritic, WeightInit
 from marlplug.optim.adam import AdamSettings, AgentAdam
 
 if TYPE_CHECKING:
@@ -43,7 +45,9 @@ class PPO:
     Args:
         hidden_size: hidden width of encoders and critics.
         feature_dim: width of each agent's encoder features.
-        centralized_critic: critics see every agent's observation (MAPPO); ``False``: IPPO.
+        critic: what each agent's critic reads (:data:`~marlplug.nn.actor_critic.CriticInput`):
+            every agent's observation (``joint``), the env's global state (``state``) or its own
+            observation (``local``, IPPO).
         adam_eps: Adam's ε.
         value_norm: critics predict standardized returns
             (:class:`~marlplug.nn.value_norm.ValueNormalizer`).
@@ -67,7 +71,12 @@ class PPO:
         feature_dim: int = Field(
             64, ge=1, le=MAX_WIDTH, description="Width of each agent's encoder features."
         )
-        centralized_critic: bool = Field(True, description="MAPPO critics (else IPPO).")
+        critic: CriticInput = Field(
+            "joint",
+            description="What each agent's critic reads: joint (every agent's observation side by "
+            "side, MAPPO; cost ~M^3 per frame in cooperative navigation), state (the env's compact "
+            "global state, each entity once: ~M^2) or local (its own observation, IPPO: ~M^2).",
+        )
         adam_eps: float = Field(1e-8, gt=0.0, description="Adam's epsilon.")
         value_norm: bool = Field(
             False,
@@ -92,16 +101,52 @@ class PPO:
             "(MAPPO's: gain 5/3 for tanh layers, 0.01 for the policy head, 1 for the value output).",
         )
 
+        @model_validator(mode="before")
+        @classmethod
+        def _centralized_critic_moved(cls, data: Any) -> Any:
+            # Run folders and configs written before `critic` existed say centralized_critic.
+            if not isinstance(data, dict) or "centralized_critic" not in data:
+                return data
+            data = dict(data)
+            centralized = data.pop("centralized_critic")
+            if "critic" in data:
+                raise PydanticCustomError(
+                    "critic_twice", "give critic alone (centralized_critic is its old spelling)"
+                )
+            if not isinstance(centralized, bool):
+                raise PydanticCustomError(
+                    "centralized_critic", "centralized_critic is now critic: joint | state | local"
+                )
+            data["critic"] = "joint" if centralized else "local"
+            warn(f"algorithm.centralized_critic is now algorithm.critic: {data['critic']}")
+            return data
+
+        @field_validator("obs_norm")
+        @classmethod
+        def _state_critic_reads_no_observations(cls, obs_norm: bool, info: ValidationInfo) -> bool:
+            if obs_norm and info.data.get("critic") == "state":
+                raise PydanticCustomError(
+                    "obs_norm_state_critic",
+                    "standardizes observations and the state critic reads the global state; "
+                    "use it with critic: joint or local",
+                )
+            return obs_norm
+
+        @property
+        def uses_global_state(self) -> bool:
+            """Whether training needs the env's global state (``make_env(global_state=True)``)."""
+            return self.critic == "state"
+
         def min_memory_bytes(
             self, *, agents: int, observation_floats: int, train: TrainSection
         ) -> tuple[int, str, str]:
             """A lower bound of the largest allocation: one rollout (every agent's observation and
             next observation, action, reward, value, log-prob, advantage... per step) or the
-            critics (with ``centralized_critic`` each reads every agent's observation), counted
+            critics (with ``critic: joint`` each reads every agent's observation), counted
             with their gradients and Adam moments."""
             steps = train.rollout_steps * train.num_envs
             rollout = 4 * steps * agents * (2 * observation_floats + 8)
-            critic_inputs = observation_floats * (agents if self.centralized_critic else 1)
+            critic_inputs = observation_floats * (agents if self.critic == "joint" else 1)
             networks = 4 * 4 * agents * (critic_inputs + observation_floats) * self.hidden_size
             if rollout >= networks:
                 return (
@@ -117,7 +162,7 @@ class PPO:
         *,
         hidden_size: int = 64,
         feature_dim: int = 64,
-        centralized_critic: bool = True,
+        critic: CriticInput = "joint",
         adam_eps: float = 1e-8,
         value_norm: bool = False,
         obs_norm: bool = False,
@@ -129,7 +174,7 @@ class PPO:
         self.loss_options = PPOLossOptions(**loss_settings)
         self.hidden_size = hidden_size
         self.feature_dim = feature_dim
-        self.centralized_critic = centralized_critic
+        self.critic = critic
         self.adam_eps = adam_eps
         self.value_norm = value_norm
         self.obs_norm = obs_norm
@@ -142,7 +187,7 @@ class PPO:
             env,
             hidden_size=self.hidden_size,
             feature_dim=self.feature_dim,
-            centralized_critic=self.centralized_critic,
+            critic=self.critic,
             value_norm=self.value_norm,
             obs_norm=self.obs_norm,
             init=self.init,

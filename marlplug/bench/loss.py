@@ -1,7 +1,9 @@
 """``marlplug bench loss``: JointPPOLoss vs M separate ClipPPOLoss modules, and the redundancy penalty's cost.
 
 (a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
-(b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product.
+(b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product;
+(c) the joint step's GEMM floor: its matrix-product FLOPs (counted by torch's ``FlopCounterMode``) at
+the fp32 GEMM rate measured once per run at the same thread count, and the step's time over it.
 All implementations of one row are timed in interleaved rounds (medians), so load changes hit them alike.
 On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 """
@@ -12,6 +14,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from typing import get_args
 
 import click
 import torch
@@ -19,6 +22,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
+from torch.utils.flop_counter import FlopCounterMode
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import ClipPPOLoss
 
@@ -30,9 +34,25 @@ from marlplug.losses.redundancy import (
     standardize_columns,
 )
 from marlplug.nn import GroupSpec, JointActorCritic
+from marlplug.nn.actor_critic import CriticInput
 from marlplug.runs.reporting import stderr_progress
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
+#: The ops :func:`gemm_flops` counts: matrix products (FlopCounterMode also counts convolutions and
+#: attention, which these networks do not run).
+MATRIX_PRODUCTS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm")
+#: The GEMM whose rate sets the floor: ``[1000, 2048] @ [2048, 1000]`` in fp32.
+GEMM_SHAPE = (1000, 2048, 1000)
+
+
+def state_dim(n_agents: int) -> int:
+    """The global state's width with ``critic="state"``: 6 per agent, like cooperative navigation's
+    (each agent's velocity and position and one landmark's position).
+
+    >>> state_dim(3)
+    18
+    """
+    return 6 * n_agents
 
 
 def interleaved_median_ms(
@@ -73,20 +93,111 @@ def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
     return gram.square().sum()
 
 
-def _batch(model: JointActorCritic, rows: int) -> TensorDict:
-    n_agents = model.group_sizes["agent"]
+def gemm_flops(function: Callable[[], object]) -> int:
+    """The FLOPs (2 per multiply-add) of the matrix products (:data:`MATRIX_PRODUCTS`) that one call
+    of ``function`` runs, forward and backward, as torch's ``FlopCounterMode`` counts them.
+
+    Elementwise ops, reductions and the optimizer's update are not matrix products and not counted.
+
+    >>> gemm_flops(lambda: torch.ones(4, 3) @ torch.ones(3, 2))  # 2 * 4 * 3 * 2
+    48
+    """
+    with FlopCounterMode(display=False) as counter:
+        function()
+    counts = counter.get_flop_counts().get("Global", {})
+    return sum(count for op, count in counts.items() if str(op) in MATRIX_PRODUCTS)
+
+
+def gemm_rate_gflops(shape: tuple[int, int, int] = GEMM_SHAPE, *, repeats: int = 5) -> float:
+    """The machine's fp32 GEMM rate (GFLOP/s) at torch's current thread count: ``2·m·k·n`` FLOPs of
+    an ``[m, k] @ [k, n]`` product over its median time in ``repeats`` runs.
+
+    >>> gemm_rate_gflops((8, 8, 8), repeats=1) > 0
+    True
+    """
+    m, k, n = shape
+    left, right = torch.randn(m, k), torch.randn(k, n)
+    ms = interleaved_median_ms({"gemm": lambda: left @ right}, repeats=repeats, warmup=1)["gemm"]
+    return 2 * m * k * n / (ms * 1e-3) / 1e9
+
+
+def significant(value: float, digits: int = 4) -> float:
+    """``value`` rounded to ``digits`` significant digits (FLOP counts span 1e-5 to 10 GFLOP).
+
+    >>> significant(0.000089612), significant(1234.56)
+    (8.961e-05, 1235.0)
+    """
+    return float(f"{value:.{digits}g}")
+
+
+def with_gemm_floor(row: dict[str, float], rate_gflops: float) -> dict[str, float]:
+    """``row`` (with ``joint_ms`` and ``gemm_gflop``) plus the GEMM floor: ``gemm_floor_ms``, the
+    step's matrix FLOPs at ``rate_gflops`` GFLOP/s, and ``step_over_floor``, the step's time over it.
+
+    >>> with_gemm_floor({"joint_ms": 3.0, "gemm_gflop": 0.1}, 50.0)
+    {'joint_ms': 3.0, 'gemm_gflop': 0.1, 'gemm_gflops_rate': 50.0, 'gemm_floor_ms': 2.0, 'step_over_floor': 1.5}
+    """
+    floor_ms = row["gemm_gflop"] / rate_gflops * 1e3
+    return {
+        **row,
+        "gemm_gflops_rate": significant(rate_gflops),
+        "gemm_floor_ms": significant(floor_ms),
+        "step_over_floor": significant(row["joint_ms"] / floor_ms),
+    }
+
+
+def model_and_batch(
+    n_agents: int, *, rows: int, hidden: int, critic: CriticInput
+) -> tuple[JointActorCritic, TensorDict]:
+    """The joint side's networks (one group of ``n_agents``, critics reading ``critic``) and one
+    random minibatch of ``rows`` rows with everything the loss reads (a ``"state"`` ``[rows,
+    6·M]`` with ``critic="state"``).
+
+    >>> model, batch = model_and_batch(2, rows=3, hidden=4, critic="state")
+    >>> batch["state"].shape, batch["agent", "state_value"].shape
+    (torch.Size([3, 12]), torch.Size([3, 2, 1]))
+    """
+    model = JointActorCritic(
+        [
+            GroupSpec(
+                group="agent",
+                agent_names=tuple(f"a{i}" for i in range(n_agents)),
+                observation_dim=OBSERVATION_DIM,
+                n_actions=N_ACTIONS,
+            )
+        ],
+        hidden_size=hidden,
+        feature_dim=hidden,
+        critic=critic,
+        state_dim=state_dim(n_agents) if critic == "state" else None,
+    )
     td = TensorDict(
         {("agent", "observation"): torch.randn(rows, n_agents, OBSERVATION_DIM)}, batch_size=[rows]
     )
+    if critic == "state":
+        td.set("state", torch.randn(rows, state_dim(n_agents)))
     with torch.no_grad():
         model.policy(td)
         model.critics["agent"](td)
     td.set(("agent", "advantage"), torch.randn(rows, n_agents, 1))
     td.set(("agent", "value_target"), torch.randn(rows, n_agents, 1))
-    return td.exclude(("agent", "features"), ("agent", "logits"))
+    return model, td.exclude(("agent", "features"), ("agent", "logits"))
 
 
-def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
+#: What a separate ClipPPOLoss critic reads (a key of :func:`per_agent_batches`) for each critic input.
+SEPARATE_CRITIC_KEY: dict[CriticInput, str] = {
+    "joint": "all_observations",
+    "state": "state",
+    "local": "observation",
+}
+
+
+def _separate_losses(n_agents: int, hidden: int, critic: CriticInput) -> list[ClipPPOLoss]:
+    critic_width = {
+        "joint": OBSERVATION_DIM * n_agents,
+        "state": state_dim(n_agents),
+        "local": OBSERVATION_DIM,
+    }[critic]
     losses = []
     for _ in range(n_agents):
         actor_net = nn.Sequential(
@@ -104,18 +215,18 @@ def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
             return_log_prob=True,
         )
         critic_net = nn.Sequential(
-            nn.Linear(OBSERVATION_DIM * n_agents, hidden),
+            nn.Linear(critic_width, hidden),
             nn.Tanh(),
             nn.Linear(hidden, hidden),
             nn.Tanh(),
             nn.Linear(hidden, 1),
         )
-        critic = TensorDictModule(
-            critic_net, in_keys=["all_observations"], out_keys=["state_value"]
+        critic_module = TensorDictModule(
+            critic_net, in_keys=[SEPARATE_CRITIC_KEY[critic]], out_keys=["state_value"]
         )
         loss = ClipPPOLoss(
             actor,
-            critic,
+            critic_module,
             loss_critic_type="l2",
             normalize_advantage=True,
             clip_value=0.2,
@@ -129,8 +240,10 @@ def _separate_losses(n_agents: int, hidden: int) -> list[ClipPPOLoss]:
 
 def per_agent_batches(batch: TensorDict) -> list[TensorDict]:
     """Agent ``i``'s slice of a joint ``("agent", ...)`` minibatch, keyed the way one TorchRL
-    ``ClipPPOLoss`` per agent reads it (its critic sees ``all_observations``)."""
+    ``ClipPPOLoss`` per agent reads it (its critic sees ``all_observations``, the global ``state``
+    when the minibatch has one, or its own ``observation``: :data:`SEPARATE_CRITIC_KEY`)."""
     rows, n_agents = batch.batch_size[0], batch["agent", "action"].shape[1]
+    state = batch.select("state", strict=False)  # empty unless the minibatch has a global state
     return [
         TensorDict(
             {
@@ -143,9 +256,25 @@ def per_agent_batches(batch: TensorDict) -> list[TensorDict]:
                 "state_value": batch["agent", "state_value"][:, i],
             },
             batch_size=[rows],
-        )
+        ).update(state)
         for i in range(n_agents)
     ]
+
+
+def joint_update(model: JointActorCritic, batch: TensorDict) -> Callable[[], None]:
+    """One joint PPO optimization step on ``batch`` per call: :class:`JointPPOLoss` (marlplug's
+    settings, the same ones the separate ClipPPOLoss modules get) forward and backward, per-agent
+    clip and per-agent Adam (``PPO.update_step``)."""
+    loss = JointPPOLoss(
+        actor_network=model.actors, critic_network=model.critics, defaults="marlplug"
+    )
+    ppo = PPO()
+    optimizer = ppo.make_optimizer(loss, lr=1e-4)
+
+    def step() -> None:
+        ppo.update_step(loss, optimizer, batch, max_grad_norm=0.5)
+
+    return step
 
 
 def measure(
@@ -154,35 +283,20 @@ def measure(
     rows: int = 1000,
     hidden: int = 64,
     repeats: int = 10,
+    critic: CriticInput = "joint",
     after_round: Callable[[], None] | None = None,
 ) -> dict[str, float]:
-    """One row of the benchmark: timings (ms) for ``n_agents`` agents; ``after_round`` is called
-    after each of the ``repeats`` timed rounds."""
+    """One row of the benchmark: timings (ms) for ``n_agents`` agents whose critics read ``critic``,
+    and ``gemm_gflop``, the matrix-product GFLOP of one joint step (:func:`gemm_flops`: actor and
+    critic forward and backward, and the ``feature_abs_corr`` diagnostic's product; not the critic's
+    one-unit output layer, a row-wise dot product). ``after_round`` is called after each of the
+    ``repeats`` timed rounds."""
     torch.manual_seed(0)
-    model = JointActorCritic(
-        [
-            GroupSpec(
-                group="agent",
-                agent_names=tuple(f"a{i}" for i in range(n_agents)),
-                observation_dim=OBSERVATION_DIM,
-                n_actions=N_ACTIONS,
-            )
-        ],
-        hidden_size=hidden,
-        feature_dim=hidden,
-    )
-    # marlplug's settings: the same ones the separate ClipPPOLoss modules above get.
-    joint_loss = JointPPOLoss(
-        actor_network=model.actors, critic_network=model.critics, defaults="marlplug"
-    )
-    ppo = PPO()
-    joint_optimizer = ppo.make_optimizer(joint_loss, lr=1e-4)
-    batch = _batch(model, rows)
+    model, batch = model_and_batch(n_agents, rows=rows, hidden=hidden, critic=critic)
+    joint_step = joint_update(model, batch)
+    gemm_gflop = gemm_flops(joint_step) / 1e9
 
-    def joint_step() -> None:
-        ppo.update_step(joint_loss, joint_optimizer, batch, max_grad_norm=0.5)
-
-    separate = _separate_losses(n_agents, hidden)
+    separate = _separate_losses(n_agents, hidden, critic)
     agent_batches = per_agent_batches(batch)
     # The same fused Adam kernel the joint side's AgentAdam uses.
     separate_optimizer = torch.optim.Adam(
@@ -236,6 +350,7 @@ def measure(
         "redundancy_ratio": round(redundancy_ms / joint_ms, 3),
         "pairloop_over_redundancy": round(pairloop_ms / redundancy_ms, 3),
         "redundancy_over_floor": round(redundancy_ms / floor_ms, 3),
+        "gemm_gflop": significant(gemm_gflop),
     }
 
 
@@ -272,24 +387,50 @@ def measure(
     type=click.IntRange(min=1),
     help="torch intra-op threads (1: least noise on a shared machine; torch's default is all cores).",
 )
+@click.option(
+    "--critic",
+    type=click.Choice(get_args(CriticInput)),
+    default="joint",
+    show_default=True,
+    help="What every critic reads: all observations (joint), a global state 6·M wide (state), "
+    "its own observation (local).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
 def loss(
-    agent_counts: tuple[int, ...], rows: int, hidden: int, repeats: int, threads: int, as_json: bool
+    agent_counts: tuple[int, ...],
+    rows: int,
+    hidden: int,
+    repeats: int,
+    threads: int,
+    critic: CriticInput,
+    as_json: bool,
 ) -> None:
-    """JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor."""
+    """JointPPOLoss vs M separate ClipPPOLoss and its GEMM floor; the redundancy penalty's cost.
+
+    The redundancy penalty runs all-pairs, as a pair loop and as one Gram product."""
     torch.set_num_threads(threads)
-    results = []
+    rate = gemm_rate_gflops()
+    results: list[dict[str, float | str]] = []
     with stderr_progress(len(agent_counts) * repeats, label="bench loss") as progress:
         for m in agent_counts:
             progress.advance(f"M={m}", steps=0)
             row = measure(
-                m, rows=rows, hidden=hidden, repeats=repeats, after_round=progress.advance
+                m,
+                rows=rows,
+                hidden=hidden,
+                repeats=repeats,
+                critic=critic,
+                after_round=progress.advance,
             )
-            results.append({**row, "threads": threads})
+            results.append({**with_gemm_floor(row, rate), "critic": critic, "threads": threads})
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
-    click.echo(f"B={rows}, hidden={hidden}, torch threads={threads}, medians of {repeats} (ms)")
+    gemm = "x".join(map(str, GEMM_SHAPE))
+    click.echo(
+        f"B={rows}, hidden={hidden}, critic={critic}, torch threads={threads}, medians of {repeats}"
+        f" (ms); fp32 GEMM {gemm}: {rate:.1f} GFLOP/s"
+    )
     columns = {
         "M": "agents",
         "joint": "joint_ms",
@@ -301,7 +442,10 @@ def loss(
         "loop/red.": "pairloop_over_redundancy",
         "red./floor": "redundancy_over_floor",
         "red./joint": "redundancy_ratio",
+        "gemm GFLOP": "gemm_gflop",
+        "gemm floor": "gemm_floor_ms",
+        "step/floor": "step_over_floor",
     }
     click.echo("".join(f"{header:>11}" for header in columns))
-    for row in results:
-        click.echo("".join(f"{row[key]:>11}" for key in columns.values()))
+    for result in results:
+        click.echo("".join(f"{result[key]:>11}" for key in columns.values()))

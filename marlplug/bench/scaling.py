@@ -1,36 +1,106 @@
 """``marlplug bench scaling``: end-to-end training frames/s on VMAS as env copies and agents grow.
 
-Each point is a real ``marlplug train`` run of the packaged fast-path config
-(``marlplug/configs/spread_vmas.yaml``: cooperative navigation on VMAS) with ``train.num_envs`` and
-``env.agents`` changed, a few updates long, in a temporary run folder (checkpoints and CSV metrics
-included). Two sweeps: copies at a fixed number of agents, then agents at a fixed number of copies.
+Each point is a real ``marlplug train`` run of a packaged config on cooperative navigation (VMAS),
+with ``train.num_envs`` and ``env.agents`` changed, a few iterations long, in a temporary run folder
+(checkpoints and CSV metrics included; no periodic evaluations, which frames/s leaves out anyway).
+Two sweeps: copies at a fixed number of agents, then agents at a fixed number of copies.
+
+``--algorithm ppo`` (the default) trains ``marlplug/configs/spread_vmas.yaml``, the fast path. The
+agents sweep runs once per ``--critic`` (``algorithm.critic``: ``joint``, each agent's critic reads
+every agent's observation; ``state``, the env's compact global state; ``local``, its own
+observation, IPPO), the rows of one M side by side; the num_envs sweep runs with the first critic.
+
+``--algorithm maddpg`` trains ``marlplug/configs/maddpg_spread.yaml`` on VMAS (its critics read
+every agent's observation and action: ``critic`` is ``joint``). An iteration takes
+``algorithm.steps_per_iteration`` steps in each copy, then makes one update of
+``algorithm.minibatch_size`` transitions: the steps are ``--rollout-steps``, raised where needed so
+that one iteration collects at least one minibatch (default: just that, at least one step per copy),
+and learning starts after the first iteration's collection (``algorithm.learning_starts``), so every
+timed iteration learns. The replay buffer holds the whole run. MADDPG acts and learns on one thread.
+
 Each row reports the run's frames/s as the trainer counts it (env steps x copies over the training
-loop's wall time, the first update's warm-up included: give more ``--updates`` to dilute it), the
-shares of that time spent collecting, in minibatch updates and elsewhere (GAE, gathering minibatches,
-metrics, checkpoints), and the simulator's own rate with random actions at the same size
-(:func:`marlplug.bench.envs.time_steps`), so ``train/sim`` says how much of the simulator's speed
-training keeps. ``speed-up`` is each row's frames/s over the first row of its sweep.
+loop's wall time, the first iteration's warm-up included: give more ``--updates`` to dilute it),
+agent-steps/s (frames/s x M: every frame is one step of all M agents), the shares of that time spent
+collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
+the simulator's own rate with random actions at the same size
+(:func:`marlplug.bench.envs.time_steps`, measured once per size), so ``train/sim`` says how much of
+the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
+sweep with the same critic.
+
+Examples:
+    marlplug bench scaling
+    marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
+    marlplug bench scaling --algorithm maddpg --json
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from importlib import resources
-from typing import Any
+from typing import Any, get_args
 
 import click
 import torch
 
+from marlplug.algorithms.maddpg import MaddpgOptions
 from marlplug.bench.envs import time_steps
 from marlplug.config import load_config
 from marlplug.envs.factory import make_env
+from marlplug.nn.actor_critic import CriticInput
 from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
 
-#: The packaged fast-path config every point starts from.
-CONFIG = "spread_vmas.yaml"
+#: The packaged config every point of each algorithm starts from.
+CONFIGS = {"ppo": "spread_vmas.yaml", "maddpg": "maddpg_spread.yaml"}
 SCENARIO = "cooperative_navigation"
+CRITICS: tuple[str, ...] = get_args(CriticInput)
+
+
+def ppo_overrides(
+    *, critic: str, rollout_steps: int | None, minibatch: int | None, threads: int
+) -> list[str]:
+    """``spread_vmas.yaml``'s changes: the critic, the rollout and minibatch (``None``: the
+    config's) and the thread count.
+
+    Examples:
+        >>> ppo_overrides(critic="state", rollout_steps=5, minibatch=None, threads=1)
+        ['algorithm.critic=state', 'train.torch_threads=1', 'train.rollout_steps=5']
+    """
+    overrides = [f"algorithm.critic={critic}", f"train.torch_threads={threads}"]
+    if rollout_steps is not None:
+        overrides.append(f"train.rollout_steps={rollout_steps}")
+    if minibatch is not None:
+        overrides.append(f"train.minibatch_size={minibatch}")
+    return overrides
+
+
+def maddpg_overrides(
+    *, num_envs: int, updates: int, rollout_steps: int | None, minibatch: int
+) -> list[str]:
+    """``maddpg_spread.yaml``'s changes: steps per copy (``rollout_steps``, raised where needed)
+    such that one iteration collects at least one minibatch, learning from the first iteration on,
+    and a replay buffer that holds the whole run.
+
+    Examples:
+        >>> maddpg_overrides(num_envs=256, updates=4, rollout_steps=None, minibatch=1024)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ['algorithm.minibatch_size=1024', 'algorithm.steps_per_iteration=4',
+         'algorithm.learning_starts=1024', 'algorithm.buffer_size=4096']
+    """
+    steps = max(rollout_steps or 1, math.ceil(minibatch / num_envs))
+    return [
+        f"algorithm.minibatch_size={minibatch}",
+        f"algorithm.steps_per_iteration={steps}",
+        f"algorithm.learning_starts={steps * num_envs}",
+        f"algorithm.buffer_size={updates * steps * num_envs}",
+    ]
+
+
+def config_path(algorithm: str) -> str:
+    """The packaged config of ``algorithm`` (``ppo`` or ``maddpg``)."""
+    return str(resources.files("marlplug.configs").joinpath(CONFIGS[algorithm]))
 
 
 def train_point(
@@ -41,51 +111,73 @@ def train_point(
     rollout_steps: int | None,
     minibatch: int | None,
     threads: int,
+    algorithm: str = "ppo",
+    critic: str = "joint",
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Train the fast-path config at one size; frames/s and where the time went.
+    """Train ``algorithm``'s packaged config at one size; frames/s and where the time went.
 
-    ``rollout_steps`` and ``minibatch`` (``None``: the config's) override ``train.rollout_steps``
-    and ``train.minibatch_size``.
+    ``rollout_steps`` and ``minibatch`` (``None``: the config's) are PPO's ``train.rollout_steps``
+    and ``train.minibatch_size``, MADDPG's steps per copy per iteration (see
+    :func:`maddpg_overrides`) and ``algorithm.minibatch_size``; ``critic`` is PPO's
+    ``algorithm.critic``. ``rollout_steps`` in the row is the steps per copy per iteration.
 
     Examples:
         >>> row = train_point(num_envs=4, agents=2, updates=2, rollout_steps=5, minibatch=10,
-        ...                   threads=1)
-        >>> row["frames"], row["frames_per_update"]
-        (40, 20)
+        ...                   threads=1, critic="local")
+        >>> row["critic"], row["frames"], row["frames_per_update"]
+        ('local', 40, 20)
+        >>> row["agent_steps_per_s"] == round(2 * row["fps"], 1)
+        True
     """
-    path = str(resources.files("marlplug.configs").joinpath(CONFIG))
+    path = config_path(algorithm)
+    if algorithm == "ppo":
+        extra = ppo_overrides(
+            critic=critic, rollout_steps=rollout_steps, minibatch=minibatch, threads=threads
+        )
+    else:
+        options = load_config(path).algorithm.options
+        assert isinstance(options, MaddpgOptions)
+        extra = maddpg_overrides(
+            num_envs=num_envs,
+            updates=updates,
+            rollout_steps=rollout_steps,
+            minibatch=minibatch or options.minibatch_size,
+        )
     with tempfile.TemporaryDirectory() as folder:
         overrides = [
             f"seed={seed}",
+            "env.backend=vmas",
             f"env.agents={agents}",
             f"train.num_envs={num_envs}",
             f"train.updates={updates}",
-            f"train.torch_threads={threads}",
             f"train.checkpoint_every={updates}",
+            # Evaluations are left out of frames/s: skip them.
+            "train.eval_every=0",
             f"logging.dir={folder}",
             "logging.progress=false",
+            *extra,
         ]
-        if rollout_steps is not None:
-            overrides.append(f"train.rollout_steps={rollout_steps}")
-        if minibatch is not None:
-            overrides.append(f"train.minibatch_size={minibatch}")
-        config = load_config(path, overrides)
-        result = run_training(config)
-    frames_per_update = config.train.rollout_steps * num_envs
+        result = run_training(load_config(path, overrides))
+    frames_per_update = result.frames // len(result.iterations)
     collect = sum(it.collect_s for it in result.iterations)
     update = sum(it.update_s for it in result.iterations)
     seconds = result.seconds
+    fps = round(result.fps, 1)
     return {
+        "algorithm": algorithm,
+        "critic": critic,
         "agents": agents,
         "num_envs": num_envs,
-        "rollout_steps": config.train.rollout_steps,
+        "rollout_steps": frames_per_update // num_envs,
         "frames_per_update": frames_per_update,
         "frames": result.frames,
         "wall_s": round(seconds, 3),
-        "fps": round(result.fps, 1),
-        # Where the loop's time went: acting in the env, minibatch updates, and the rest (GAE,
-        # minibatch gathering, metrics, checkpoints).
+        "fps": fps,
+        # Every frame is one step of all M agents.
+        "agent_steps_per_s": round(fps * agents, 1),
+        # Where the loop's time went: acting in the env, updates, and the rest (PPO: GAE,
+        # minibatch gathering; metrics, checkpoints).
         "collect_share": round(collect / seconds, 3),
         "update_share": round(update / seconds, 3),
         "other_share": round(max(0.0, 1.0 - (collect + update) / seconds), 3),
@@ -118,24 +210,33 @@ def run_scaling(
     minibatch: int | None = None,
     sim_steps: int = 50,
     threads: int = 1,
+    algorithm: str = "ppo",
+    critics: tuple[str, ...] = ("joint",),
 ) -> list[dict[str, Any]]:
     """Both sweeps; one row per point, with ``sweep`` ("num_envs" or "agents") and the ratios.
 
+    The num_envs sweep trains with ``critics[0]``, the agents sweep with each critic in turn at each
+    number of agents.
+
     Examples:
         >>> rows = run_scaling(num_envs=(4, 8), agents=(2,), base_agents=2, base_envs=4,
-        ...                    updates=2, rollout_steps=5, minibatch=20, sim_steps=2)
-        >>> [(row["sweep"], row["num_envs"], row["agents"]) for row in rows]
-        [('num_envs', 4, 2), ('num_envs', 8, 2), ('agents', 4, 2)]
-        >>> rows[0]["speedup"]
-        1.0
+        ...                    updates=2, rollout_steps=5, minibatch=20, sim_steps=2,
+        ...                    critics=("joint", "local"))
+        >>> [(row["sweep"], row["critic"], row["num_envs"], row["agents"]) for row in rows]
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [('num_envs', 'joint', 4, 2), ('num_envs', 'joint', 8, 2), ('agents', 'joint', 4, 2),
+         ('agents', 'local', 4, 2)]
+        >>> [row["speedup"] for row in rows if row["num_envs"] == 4]
+        [1.0, 1.0, 1.0]
     """
-    points = [("num_envs", envs, base_agents) for envs in num_envs] + [
-        ("agents", base_envs, count) for count in agents
+    points = [("num_envs", critics[0], envs, base_agents) for envs in num_envs] + [
+        ("agents", critic, base_envs, count) for count in agents for critic in critics
     ]
+    sims: dict[tuple[int, int], float] = {}
     rows: list[dict[str, Any]] = []
     with stderr_progress(len(points), label="bench scaling") as progress:
-        for sweep, envs, count in points:
-            progress.advance(f"{sweep}: M={count}, {envs} envs", steps=0)
+        for sweep, critic, envs, count in points:
+            progress.advance(f"{sweep}: {critic} critic, M={count}, {envs} envs", steps=0)
             row = {
                 "sweep": sweep,
                 **train_point(
@@ -145,12 +246,17 @@ def run_scaling(
                     rollout_steps=rollout_steps,
                     minibatch=minibatch,
                     threads=threads,
+                    algorithm=algorithm,
+                    critic=critic,
                 ),
             }
-            sim = simulator_rate(num_envs=envs, agents=count, steps=sim_steps, threads=threads)
-            row["sim_steps_per_s"] = round(sim, 1)
-            row["train_over_sim"] = round(row["fps"] / sim, 3)
-            first = next(r for r in [*rows, row] if r["sweep"] == sweep)
+            if (envs, count) not in sims:
+                sims[envs, count] = simulator_rate(
+                    num_envs=envs, agents=count, steps=sim_steps, threads=threads
+                )
+            row["sim_steps_per_s"] = round(sims[envs, count], 1)
+            row["train_over_sim"] = round(row["fps"] / sims[envs, count], 3)
+            first = next(r for r in [*rows, row] if (r["sweep"], r["critic"]) == (sweep, critic))
             row["speedup"] = round(row["fps"] / first["fps"], 2) if first["fps"] else None
             row["threads"] = threads
             rows.append(row)
@@ -161,12 +267,14 @@ def run_scaling(
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The human table: one line per point, sweeps in order."""
     lines = [
-        f"{'sweep':<9}{'M':>4}{'num_envs':>10}{'frames/s':>11}{'collect':>9}{'update':>8}"
-        f"{'other':>7}{'sim steps/s':>13}{'train/sim':>11}{'speed-up':>10}"
+        f"{'sweep':<9}{'critic':<7}{'M':>4}{'num_envs':>10}{'frames/s':>11}{'agent-steps/s':>15}"
+        f"{'collect':>9}{'update':>8}{'other':>7}{'sim steps/s':>13}{'train/sim':>11}"
+        f"{'speed-up':>10}"
     ]
     for row in rows:
         lines.append(
-            f"{row['sweep']:<9}{row['agents']:>4}{row['num_envs']:>10}{row['fps']:>11,.0f}"
+            f"{row['sweep']:<9}{row['critic']:<7}{row['agents']:>4}{row['num_envs']:>10}"
+            f"{row['fps']:>11,.0f}{row['agent_steps_per_s']:>15,.0f}"
             f"{row['collect_share']:>9.0%}{row['update_share']:>8.0%}{row['other_share']:>7.0%}"
             f"{row['sim_steps_per_s']:>13,.0f}{row['train_over_sim']:>11.2f}"
             f"{row['speedup']:>9.2f}x"
@@ -176,6 +284,23 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
+@click.option(
+    "--algorithm",
+    type=click.Choice(sorted(CONFIGS)),
+    default="ppo",
+    show_default=True,
+    help="ppo trains spread_vmas.yaml, maddpg maddpg_spread.yaml on VMAS.",
+)
+@click.option(
+    "--critic",
+    "critics",
+    multiple=True,
+    type=click.Choice(CRITICS),
+    default=("joint",),
+    show_default=True,
+    help="PPO's algorithm.critic: the agents sweep runs once per critic, the num_envs sweep with "
+    "the first (repeat the option; maddpg: joint only).",
+)
 @click.option(
     "--num-envs",
     "num_envs",
@@ -190,7 +315,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     "agents",
     multiple=True,
     type=click.IntRange(min=2),
-    default=(3, 8, 32),
+    default=(3, 8, 16, 32, 64),
     show_default=True,
     help="Numbers of agents M of the second sweep (repeat the option).",
 )
@@ -213,36 +338,39 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     default=4,
     show_default=True,
     type=click.IntRange(min=2),
-    help="Updates per point.",
+    help="Updates (iterations) per point.",
 )
 @click.option(
     "--rollout-steps",
     type=click.IntRange(min=1),
     default=None,
-    help="Steps per copy per update [default: the config's].",
+    help="Steps per copy per update [default: the config's]; maddpg: per iteration, raised where "
+    "needed to one minibatch's worth [default: that].",
 )
 @click.option(
     "--minibatch",
     type=click.IntRange(min=1),
     default=None,
-    help="Rows per minibatch [default: the config's].",
+    help="Rows per minibatch (maddpg: transitions per update) [default: the config's].",
 )
 @click.option(
     "--sim-steps",
     default=50,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Steps of the simulator-only measurement per point.",
+    help="Steps of the simulator-only measurement per size.",
 )
 @click.option(
     "--threads",
     default=1,
     show_default=True,
     type=click.IntRange(min=1),
-    help="torch intra-op threads.",
+    help="torch intra-op threads (maddpg: 1, as it trains on one thread).",
 )
 def scaling(
     as_json: bool,
+    algorithm: str,
+    critics: tuple[str, ...],
     num_envs: tuple[int, ...],
     agents: tuple[int, ...],
     base_agents: int,
@@ -253,7 +381,25 @@ def scaling(
     sim_steps: int,
     threads: int,
 ) -> None:
-    """Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow."""
+    """Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.
+
+    Each point is a real training run of a packaged config: frames/s, agent-steps/s (frames/s x M),
+    the shares of collection, updates and the rest, and the simulator's own rate at that size.
+    With several --critic, each M of the agents sweep gets one row per critic.
+
+    \b
+    Examples:
+        marlplug bench scaling
+        marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
+        marlplug bench scaling --algorithm maddpg --json
+    """
+    if algorithm == "maddpg" and set(critics) != {"joint"}:
+        raise click.UsageError(
+            "--critic: maddpg's critics read every agent's observation and action (joint); "
+            "state and local are ppo's (--algorithm ppo)"
+        )
+    if algorithm == "maddpg" and threads != 1:
+        raise click.UsageError("--threads: maddpg acts and learns on one thread; give --threads 1")
     rows = run_scaling(
         num_envs=num_envs,
         agents=agents,
@@ -264,5 +410,7 @@ def scaling(
         minibatch=minibatch,
         sim_steps=sim_steps,
         threads=threads,
+        algorithm=algorithm,
+        critics=critics,
     )
     click.echo(json.dumps(rows, indent=2) if as_json else format_table(rows))

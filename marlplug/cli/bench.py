@@ -32,7 +32,7 @@ BENCHMARKS: dict[str, LazyCommand] = {
     ),
     "loss": LazyCommand(
         "marlplug.bench.loss:loss",
-        "JointPPOLoss vs M separate ClipPPOLoss; redundancy all-pairs vs pair loop vs Gram floor.",
+        "JointPPOLoss vs M separate ClipPPOLoss and its GEMM floor; the redundancy penalty's cost.",
     ),
     "scaling": LazyCommand(
         "marlplug.bench.scaling:scaling",

@@ -116,7 +116,8 @@ def run_target(
         env = evaluation_env(config, backend=backend, **options)
         options = {**config.env.options.model_dump(), **options}
     else:  # another scenario, with its default options: load_policy says whether the sizes fit
-        env = make_env(scenario, backend=backend, **options)
+        global_state = config.algorithm.uses_global_state
+        env = make_env(scenario, backend=backend, global_state=global_state, **options)
     policy = load_policy(checkpoint, env, config, option=RUN_ARGUMENT)
     updates, frames = run.updates, run.frames
     trained = f"trained on {config.env.backend}, {updates} updates, {frames} frames"

@@ -49,6 +49,7 @@ def check_config(config: MarlplugConfig) -> None:
         marlplug.errors.ConfigError: losses: algorithm 'maddpg' trains with its own losses ...
     """
     _check_losses_are_used(config)
+    _check_global_state(config)
     _check_ignored_train_fields(config)
     _check_stragglers(config)
     _check_tracker_settings(config)
@@ -81,6 +82,15 @@ def _check_losses_are_used(config: MarlplugConfig) -> None:
         raise ConfigError(
             f"losses: algorithm '{config.algorithm.name}' trains with its own losses and ignores "
             f"this list ({', '.join(names)}); remove the losses section (or --set losses=[])"
+        )
+
+
+def _check_global_state(config: MarlplugConfig) -> None:
+    state_columns = getattr(config.env.options, "state_columns", lambda: None)
+    if config.algorithm.uses_global_state and state_columns() is None:
+        raise ConfigError(
+            f"algorithm.critic: 'state' reads the env's global state, which "
+            f"{config.env.backend}/{config.env.name} does not declare; choices here: joint, local"
         )
 
 

@@ -79,6 +79,8 @@ def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence
     if expected is None:
         expected = str(error["msg"])
         expected = expected[0].lower() + expected[1:]
+    if isinstance(got, Mapping):  # a check of the whole section: its dump would say nothing
+        return f"{path}: {expected}"
     return f"{path}: {expected}, got {clip(repr(got))}"
 
 

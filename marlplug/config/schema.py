@@ -84,6 +84,13 @@ class AlgorithmSpec(ComponentSpec):
 
     name: str = "ppo"
 
+    @property
+    def uses_global_state(self) -> bool:
+        """Whether the algorithm reads the env's global state (its options say so with a
+        ``uses_global_state`` attribute, e.g. PPO's ``critic: state``): every env it is bound to
+        must be made with ``make_env(..., global_state=True)``."""
+        return bool(getattr(self.options, "uses_global_state", False))
+
 
 #: Upper bound of every wait and delay in a config (seconds): one day. Longer is a typo, and an
 #: unbounded wait would hang a run whose learners never answer.

@@ -1,5 +1,6 @@
 """The packaged configs: ``default.yaml`` (what ``marlplug train`` and ``marlplug config show`` use
-without a CONFIG), ``spread_vmas.yaml``, ``maddpg_spread.yaml`` and ``coded_maddpg.yaml``."""
+without a CONFIG), ``spread_vmas.yaml`` (``spread_vmas_m8.yaml``: the same at 8 agents, with state
+critics), ``maddpg_spread.yaml`` and ``coded_maddpg.yaml``."""
 
 from __future__ import annotations
 

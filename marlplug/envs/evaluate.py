@@ -146,6 +146,7 @@ def reference_returns(
 
 def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any) -> EnvBase:
     """The env of ``config`` for evaluation; ``changes`` override ``backend`` or scenario options.
+    It writes the global state when the run's algorithm reads it (its networks are sized for it).
 
     Example:
         >>> from marlplug.config import load_config
@@ -155,7 +156,13 @@ def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any)
     """
     backend = changes.pop("backend", config.env.backend)
     options = {**config.env.options.model_dump(), **changes}
-    return make_env(config.env.name, backend=backend, num_envs=num_envs, **options)
+    return make_env(
+        config.env.name,
+        backend=backend,
+        num_envs=num_envs,
+        global_state=config.algorithm.uses_global_state,
+        **options,
+    )
 
 
 def first_episode_returns(rollout: TensorDictBase, groups: list[str]) -> dict[str, torch.Tensor]:

@@ -8,6 +8,8 @@ from torchrl.envs import EnvBase
 
 from marlplug.envs.checks import check_env_object, check_specs_against_data
 from marlplug.envs.scenario import EnvScenario
+from marlplug.envs.state import with_global_state
+from marlplug.errors import ConfigError
 from marlplug.plugins import get_plugin_manager
 
 
@@ -44,6 +46,7 @@ def make_env(
     num_envs: int = 1,
     seed: int | None = None,
     device: str = "cpu",
+    global_state: bool = False,
     **options: Any,
 ) -> EnvBase:
     """Build scenario ``name`` on ``backend`` as a TorchRL env with agent groups as nested keys.
@@ -56,6 +59,8 @@ def make_env(
         num_envs: parallel copies (batch size ``[num_envs]``).
         seed: the same seed gives bit-identical episodes for the same actions.
         device: torch device of the returned tensors.
+        global_state: also write the scenario's compact global state as the root key
+            ``"state"`` (:mod:`marlplug.envs.state`; MAPPO's state critic reads it).
         **options: the scenario's options, e.g. ``agents=8, adversaries=4, max_steps=25``.
 
     Returns:
@@ -63,7 +68,8 @@ def make_env(
 
     Raises:
         ConfigError: unknown backend or scenario (an ``UnknownComponentError``), or an option that
-            does not validate; the message names the field (``env.adversaries: must be fewer ...``).
+            does not validate; the message names the field (``env.adversaries: must be fewer ...``);
+            ``global_state`` for a scenario that declares no state.
         PluginError: a plugin's env that breaks the contract: ``make`` returns no ``EnvBase`` with a
             ``group_map`` dict, or its data does not match its specs (checked once per process on a
             separate copy, for plugins' envs only); the message names the env, plugin and fix.
@@ -75,5 +81,12 @@ def make_env(
     """
     component = get_plugin_manager().registry("env").get_env(name, backend)
     scenario = component.obj(**options)
+    columns = scenario.options.state_columns() if global_state else None
+    if global_state and columns is None:
+        raise ConfigError(
+            f"env '{backend}/{name}' declares no global state (its options' state_columns); "
+            "train its critics on observations instead"
+        )
     check_specs_against_data(scenario, component)
-    return check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)
+    env = check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)
+    return env if columns is None else with_global_state(env, columns)

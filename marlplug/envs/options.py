@@ -5,12 +5,15 @@ Each scenario's ``Options`` subclasses one of these, so a config error always na
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from marlplug.config import Options
+
+if TYPE_CHECKING:
+    from marlplug.envs.state import StateColumns
 
 #: Most agents a scenario accepts: every bundled scenario's observation grows with the number of
 #: agents, so one step costs O(M^2); beyond this even building the env takes minutes.
@@ -48,6 +51,15 @@ class ScenarioOptions(Options):
         8
         """
         return 2 * self.agents
+
+    def state_columns(self) -> StateColumns | None:
+        """The scenario's compact global state as observation entries (per group, ``(agent,
+        column)`` pairs; :mod:`marlplug.envs.state`), or ``None`` when it defines none.
+
+        >>> ScenarioOptions().state_columns() is None
+        True
+        """
+        return None
 
     @field_validator("continuous_actions")
     @classmethod

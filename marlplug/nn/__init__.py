@@ -1,6 +1,6 @@
 """Per-agent actor/critic networks with stacked per-agent weights and exposed encoder features."""
 
-from marlplug.nn.actor_critic import GroupActorCritic, GroupSpec, JointActorCritic
+from marlplug.nn.actor_critic import CriticInput, GroupActorCritic, GroupSpec, JointActorCritic
 from marlplug.nn.obs_norm import (
     ObservationNormalized,
     ObservationNormalizer,
@@ -10,6 +10,7 @@ from marlplug.nn.stacked import StackedLinear, StackedMLP
 from marlplug.nn.value_norm import ValueNormalizer, value_normalizer
 
 __all__ = [
+    "CriticInput",
     "GroupActorCritic",
     "GroupSpec",
     "JointActorCritic",

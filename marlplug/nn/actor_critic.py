@@ -18,6 +18,7 @@ from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
 from marlplug.envs.layout import GroupLayout, read_layout
+from marlplug.envs.state import STATE
 from marlplug.errors import UserError
 from marlplug.nn.obs_norm import ObservationNormalized, ObservationNormalizer
 from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
@@ -37,6 +38,11 @@ STATE_VALUE = "state_value"
 #: How the networks' weights are drawn: ``torch`` (``nn.Linear``'s uniform) or ``orthogonal``
 #: (MAPPO's: tanh gain 5/3 for hidden layers, 0.01 for the policy head, 1 for the value output).
 WeightInit = Literal["torch", "orthogonal"]
+#: What each agent's critic reads: ``joint`` every agent's observation side by side (MAPPO as in
+#: TorchRL's tutorial; input ~M² wide in cooperative navigation), ``state`` the env's compact
+#: global state (:data:`marlplug.envs.state.STATE`, MAPPO's environment-provided state; ~M wide),
+#: ``local`` its own observation (IPPO).
+CriticInput = Literal["joint", "state", "local"]
 TANH_GAIN = 5 / 3
 POLICY_HEAD_GAIN = 0.01
 
@@ -59,8 +65,8 @@ class GroupActorCritic(nn.Module):
         spec: the group's agents and sizes.
         hidden_size: width of the hidden layers of encoder and critic.
         feature_dim: width of each agent's encoder features (what aux losses see).
-        centralized_critic: each agent's critic reads every agent's observation (MAPPO);
-            ``False`` gives independent critics (IPPO).
+        critic: what each agent's critic reads (:data:`CriticInput`).
+        state_dim: the width of the global state (with ``critic="state"``).
         value_norm: the critic ends with a :class:`~marlplug.nn.value_norm.ValueNormalizer`: its
             network predicts standardized returns (the loss updates the statistics).
         obs_norm: the encoder and the critic start with an
@@ -78,6 +84,11 @@ class GroupActorCritic(nn.Module):
         torch.Size([5, 2])
         >>> td["agent", "features"].shape
         torch.Size([5, 2, 8])
+        >>> on_state = GroupActorCritic(spec, hidden_size=8, feature_dim=8, critic="state",
+        ...                             state_dim=6)
+        >>> on_state.critic.in_keys, on_state.critic(TensorDict({"state": torch.zeros(5, 6)},
+        ...                                                     batch_size=[5]))["agent", "state_value"].shape
+        (['state'], torch.Size([5, 2, 1]))
     """
 
     def __init__(
@@ -86,12 +97,19 @@ class GroupActorCritic(nn.Module):
         *,
         hidden_size: int = 64,
         feature_dim: int = 64,
-        centralized_critic: bool = True,
+        critic: CriticInput = "joint",
+        state_dim: int | None = None,
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
     ) -> None:
         super().__init__()
+        if critic == "state" and (state_dim is None or obs_norm):
+            raise UserError(
+                "a state critic needs the width of the env's global state"
+                if state_dim is None
+                else "obs_norm standardizes observations; a state critic reads the global state"
+            )
         if spec.one_hot:
             raise UserError(
                 f"group '{spec.group}': one-hot discrete actions are not supported; make the env with "
@@ -161,19 +179,20 @@ class GroupActorCritic(nn.Module):
             )
         value_net = StackedMLP(
             n_agents=spec.n_agents,
-            in_features=spec.observation_dim,
+            in_features=spec.observation_dim if state_dim is None else state_dim,
             out_features=1,
             num_cells=[hidden_size, hidden_size],
-            centralized=centralized_critic,
+            centralized=critic == "joint",
+            shared_input=critic == "state",
         )
         if init == "orthogonal":
             self._orthogonal_init(value_net)
-        critic = self._with_obs_norm(value_net, obs_norm)
+        critic_net = self._with_obs_norm(value_net, obs_norm)
         if value_norm:
-            critic = nn.Sequential(critic, ValueNormalizer(n_agents=spec.n_agents))
+            critic_net = nn.Sequential(critic_net, ValueNormalizer(n_agents=spec.n_agents))
         self.critic = TensorDictModule(
-            critic,
-            in_keys=[(group, OBSERVATION)],
+            critic_net,
+            in_keys=[STATE if critic == "state" else (group, OBSERVATION)],
             out_keys=[(group, STATE_VALUE)],
         )
 
@@ -207,7 +226,8 @@ class JointActorCritic(nn.Module):
         specs: one :class:`GroupSpec` per group.
         hidden_size: see :class:`GroupActorCritic`.
         feature_dim: see :class:`GroupActorCritic`.
-        centralized_critic: see :class:`GroupActorCritic`.
+        critic: see :class:`GroupActorCritic`.
+        state_dim: see :class:`GroupActorCritic`.
         value_norm: see :class:`GroupActorCritic`.
         obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
@@ -225,7 +245,8 @@ class JointActorCritic(nn.Module):
         *,
         hidden_size: int = 64,
         feature_dim: int = 64,
-        centralized_critic: bool = True,
+        critic: CriticInput = "joint",
+        state_dim: int | None = None,
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
@@ -239,7 +260,8 @@ class JointActorCritic(nn.Module):
                     spec,
                     hidden_size=hidden_size,
                     feature_dim=feature_dim,
-                    centralized_critic=centralized_critic,
+                    critic=critic,
+                    state_dim=state_dim,
                     value_norm=value_norm,
                     obs_norm=obs_norm,
                     init=init,
@@ -256,17 +278,29 @@ class JointActorCritic(nn.Module):
         *,
         hidden_size: int = 64,
         feature_dim: int = 64,
-        centralized_critic: bool = True,
+        critic: CriticInput = "joint",
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
     ) -> JointActorCritic:
-        """Build networks sized for ``env``'s groups (discrete or bounded continuous actions)."""
+        """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
+        state critic is sized for the env's :data:`~marlplug.envs.state.STATE` (``make_env(...,
+        global_state=True)`` writes it)."""
+        state_dim = None
+        if critic == "state":
+            state_spec = env.observation_spec.get(STATE, None)
+            if state_spec is None:
+                raise UserError(
+                    "a state critic reads the env's global state; build the env with "
+                    "make_env(..., global_state=True)"
+                )
+            state_dim = int(state_spec.shape[-1])
         return cls(
             read_layout(env).groups,
             hidden_size=hidden_size,
             feature_dim=feature_dim,
-            centralized_critic=centralized_critic,
+            critic=critic,
+            state_dim=state_dim,
             value_norm=value_norm,
             obs_norm=obs_norm,
             init=init,

@@ -91,10 +91,15 @@ class StackedMLP(nn.Module):
         activation: activation class between layers.
         activate_last_layer: apply the activation to the output too (for encoders).
         centralized: every agent sees the inputs of all agents (a MAPPO critic).
+        shared_input: every agent reads one input ``[*batch, in_features]`` (a global state);
+            the output is still ``[*batch, n_agents, out_features]``.
 
     Examples:
         >>> mlp = StackedMLP(n_agents=3, in_features=4, out_features=1, num_cells=[8, 8])
         >>> mlp(torch.zeros(5, 3, 4)).shape
+        torch.Size([5, 3, 1])
+        >>> StackedMLP(n_agents=3, in_features=6, out_features=1, shared_input=True)(
+        ...     torch.zeros(5, 6)).shape
         torch.Size([5, 3, 1])
     """
 
@@ -108,8 +113,11 @@ class StackedMLP(nn.Module):
         activation: type[nn.Module] = nn.Tanh,
         activate_last_layer: bool = False,
         centralized: bool = False,
+        shared_input: bool = False,
     ) -> None:
         super().__init__()
+        if centralized and shared_input:
+            raise ValueError("StackedMLP: centralized and shared_input are exclusive")
         self.n_agents = n_agents
         self.centralized = centralized
         widths = [in_features * n_agents if centralized else in_features, *num_cells, out_features]
@@ -120,7 +128,7 @@ class StackedMLP(nn.Module):
                     n_agents=n_agents,
                     in_features=width_in,
                     out_features=width_out,
-                    shared_input=centralized and index == 0,
+                    shared_input=(centralized or shared_input) and index == 0,
                 )
             )
             if index < len(widths) - 2 or activate_last_layer:

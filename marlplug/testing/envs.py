@@ -20,6 +20,7 @@ from torchrl.envs.utils import check_env_specs
 from marlplug.envs.options import ScenarioOptions
 from marlplug.envs.render import render_frame
 from marlplug.envs.scenario import EnvScenario
+from marlplug.envs.state import with_global_state
 from marlplug.errors import UserError
 
 #: Every agent group carries these entries (observation spec, action spec, reward spec, done spec).
@@ -113,6 +114,26 @@ def check_rollout_matches_specs(env: EnvBase, steps: int) -> None:
         assert torch.isfinite(reward).all(), f"({group!r}, 'reward') has non-finite values"
 
 
+def check_global_state(scenario: EnvScenario, *, num_envs: int, seed: int, steps: int) -> None:
+    """A declared global state (``Options.state_columns``) names existing observation entries, and
+    the env that writes it (``make_env(..., global_state=True)``) still matches its specs."""
+    columns = scenario.options.state_columns()
+    if columns is None:
+        return
+    env = scenario.make(num_envs=num_envs, seed=seed)
+    sizes = {group: len(names) for group, names in env.group_map.items()}
+    for group, entries in columns.items():
+        assert group in sizes, f"state_columns names group {group!r}; groups: {sorted(sizes)}"
+        width = env.observation_spec[group, "observation"].shape[-1]
+        for agent, column in entries:
+            assert 0 <= agent < sizes[group] and 0 <= column < width, (
+                f"state_columns: ({agent}, {column}) of group {group!r} is outside its "
+                f"{sizes[group]} agents x {width} observation columns"
+            )
+    check_rollout_matches_specs(with_global_state(env, columns), steps)
+    env.close()
+
+
 def check_seeding(
     scenario: EnvScenario, *, num_envs: int, seed: int, steps: int, seeds_differ: bool
 ) -> None:
@@ -181,6 +202,7 @@ def check_env_scenario(
         if renders:
             check_render(env)
         env.close()
+        check_global_state(scenario, num_envs=copies, seed=seed, steps=steps)
         check_seeding(scenario, num_envs=copies, seed=seed, steps=steps, seeds_differ=seeds_differ)
 
 
@@ -237,6 +259,10 @@ class EnvScenarioContract:
                 steps=self.steps,
                 seeds_differ=self.seeds_differ,
             )
+
+    def test_global_state(self) -> None:
+        for copies in self.num_envs:
+            check_global_state(self._scenario(), num_envs=copies, seed=self.seed, steps=self.steps)
 
     def test_render(self) -> None:
         if not self.renders:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torchrl.envs import EnvBase
 
 from marlplug.algorithms.protocol import LearnerAlgorithm
 from marlplug.config import MarlplugConfig, resolved_dict
@@ -120,6 +121,21 @@ class TrainResult(RunTotals):
     metrics_location: str = ""
 
 
+def training_env(config: MarlplugConfig) -> EnvBase:
+    """The env a run trains on: ``train.num_envs`` copies seeded with the run's seed, writing the
+    global state when the algorithm reads it."""
+    from marlplug.envs import make_env
+
+    return make_env(
+        config.env.name,
+        backend=config.env.backend,
+        num_envs=config.train.num_envs,
+        seed=config.seed,
+        global_state=config.algorithm.uses_global_state,
+        **config.env.options.model_dump(),
+    )
+
+
 def configured_algorithm(config: MarlplugConfig) -> Any:
     """The configured algorithm, built from its options (a one-line error for an unknown name)."""
     cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
@@ -196,15 +212,7 @@ def _run(
     progress: bool | None,
 ) -> TrainResult:
     """:func:`run` with the thread count set."""
-    from marlplug.envs import make_env
-
-    env = make_env(
-        config.env.name,
-        backend=config.env.backend,
-        num_envs=config.train.num_envs,
-        seed=config.seed,
-        **config.env.options.model_dump(),
-    )
+    env = training_env(config)
     agent_names = [agent.name for agent in MultiAgentEnvAdapter(env).agents]
     total = total_iterations if total_iterations is not None else config.train.updates
     with ExitStack() as stack:

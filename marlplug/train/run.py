@@ -14,7 +14,7 @@ from marlplug.config import MarlplugConfig
 from marlplug.errors import ConfigError, UserError
 from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.plugins import get_component
-from marlplug.train.orchestrator import TrainResult, run
+from marlplug.train.orchestrator import TrainResult, run, training_env
 from marlplug.train.trainer import JointMultiAgentTrainer
 
 #: What :func:`run_training` returns (kept for callers of marlplug 0.1).
@@ -52,8 +52,6 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
             "coding: build_trainer builds the joint trainer in one process; coded runs go through "
             "run_training (marlplug train)"
         )
-    from marlplug.envs import make_env
-
     algorithm_cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
     if not issubclass(algorithm_cls, PPO):
         raise ConfigError(
@@ -67,13 +65,7 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
         aux_losses[spec.name] = loss_cls(**spec.options.model_dump())
     if config.train.torch_threads is not None:
         torch.set_num_threads(config.train.torch_threads)
-    env = make_env(
-        config.env.name,
-        backend=config.env.backend,
-        num_envs=config.train.num_envs,
-        seed=config.seed,
-        **config.env.options.model_dump(),
-    )
+    env = training_env(config)
     trainer_config = JointTrainerConfig.from_sections(
         config.train, algorithm.loss_options, seed=config.seed
     )

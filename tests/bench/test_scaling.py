@@ -1,4 +1,5 @@
-"""``marlplug bench scaling --json`` on a tiny budget: both sweeps, real runs, consistent ratios."""
+"""``marlplug bench scaling`` on a tiny budget: both sweeps, real runs, consistent ratios; a row per
+critic; the MADDPG path; the options MADDPG refuses."""
 
 from __future__ import annotations
 
@@ -8,18 +9,24 @@ import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
+
+from marlplug.bench.scaling import format_table, scaling
+
+#: Every point a few seconds: 4 copies of 2-3 agents, 2 updates of 5 steps per copy.
+TINY = [
+    *("--num-envs", "4", "--base-agents", "2", "--base-envs", "4"),
+    *("--updates", "2", "--minibatch", "20", "--sim-steps", "2"),
+]  # fmt: skip
 
 
-def test_bench_scaling_json_has_both_sweeps_and_consistent_ratios() -> None:
+def test_bench_scaling_json_has_both_sweeps_a_row_per_critic_and_consistent_ratios() -> None:
     # A real process: TorchRL logs INFO lines to stdout when it is imported, and --json must stay
     # parseable as a whole.
     environment = {k: v for k, v in os.environ.items() if k != "RL_LOGGING_LEVEL"}
     args = [
-        *("bench", "scaling", "--json"),
-        *("--num-envs", "4", "--num-envs", "8"),
-        *("--agents", "2", "--agents", "3"),
-        *("--base-agents", "2", "--base-envs", "4"),
-        *("--updates", "2", "--rollout-steps", "5", "--minibatch", "20", "--sim-steps", "2"),
+        *("bench", "scaling", "--json", *TINY, "--num-envs", "8", "--rollout-steps", "5"),
+        *("--agents", "2", "--agents", "3", "--critic", "state", "--critic", "local"),
     ]
     result = subprocess.run(
         [sys.executable, "-m", "marlplug.cli.main", *args],
@@ -31,48 +38,83 @@ def test_bench_scaling_json_has_both_sweeps_and_consistent_ratios() -> None:
     )
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert [(r["sweep"], r["num_envs"], r["agents"]) for r in rows] == [
-        ("num_envs", 4, 2),
-        ("num_envs", 8, 2),
-        ("agents", 4, 2),
-        ("agents", 4, 3),
+    # The num_envs sweep with the first critic; the agents sweep with each critic at each M.
+    assert [(r["sweep"], r["critic"], r["num_envs"], r["agents"]) for r in rows] == [
+        ("num_envs", "state", 4, 2),
+        ("num_envs", "state", 8, 2),
+        ("agents", "state", 4, 2),
+        ("agents", "local", 4, 2),
+        ("agents", "state", 4, 3),
+        ("agents", "local", 4, 3),
     ]
     for row in rows:
+        assert row["algorithm"] == "ppo"
         # Frames as the trainer counts them: env steps x copies, every update.
         assert row["frames"] == 2 * 5 * row["num_envs"] == 2 * row["frames_per_update"]
         assert row["fps"] > 0 and row["sim_steps_per_s"] > 0
+        # Every frame is one step of all M agents.
+        assert row["agent_steps_per_s"] == pytest.approx(row["fps"] * row["agents"], abs=0.1)
         shares = [row["collect_share"], row["update_share"], row["other_share"]]
         assert all(0.0 <= share <= 1.0 for share in shares) and row["collect_share"] > 0
         assert sum(shares) == pytest.approx(1.0, abs=0.01)
         assert row["train_over_sim"] == pytest.approx(row["fps"] / row["sim_steps_per_s"], abs=1e-3)
-    for sweep in ("num_envs", "agents"):
-        first, *others = [r for r in rows if r["sweep"] == sweep]
+    # One simulator measurement per size, shared by the critics.
+    assert rows[2]["sim_steps_per_s"] == rows[3]["sim_steps_per_s"]
+    for sweep, critic in [("num_envs", "state"), ("agents", "state"), ("agents", "local")]:
+        first, *others = [r for r in rows if (r["sweep"], r["critic"]) == (sweep, critic)]
         assert first["speedup"] == 1.0
         for row in others:
             assert row["speedup"] == pytest.approx(row["fps"] / first["fps"], abs=0.01)
 
 
-def test_bench_scaling_table_names_every_column() -> None:
-    from marlplug.bench.scaling import format_table
+def test_bench_scaling_maddpg_learns_in_every_timed_iteration() -> None:
+    # No --rollout-steps: each copy steps until one iteration holds a minibatch (20 / 4 copies).
+    args = ["--algorithm", "maddpg", "--json", "--agents", "3", *TINY]
+    result = CliRunner().invoke(scaling, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(r["sweep"], r["algorithm"], r["critic"], r["agents"]) for r in rows] == [
+        ("num_envs", "maddpg", "joint", 2),
+        ("agents", "maddpg", "joint", 3),
+    ]
+    for row in rows:
+        assert (row["rollout_steps"], row["frames_per_update"], row["frames"]) == (5, 20, 40)
+        assert row["agent_steps_per_s"] == pytest.approx(row["fps"] * row["agents"], abs=0.1)
+        # Learning starts after the first iteration's collection: the timed iterations update.
+        assert row["collect_share"] > 0 and row["update_share"] > 0
 
+
+@pytest.mark.parametrize("option", [["--critic", "state"], ["--threads", "2"]])
+def test_bench_scaling_maddpg_refuses_ppo_options_in_one_line(option: list[str]) -> None:
+    result = CliRunner().invoke(scaling, ["--algorithm", "maddpg", *option])
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"Error: {option[0]}: maddpg")
+
+
+def test_bench_scaling_table_names_every_column() -> None:
     row = {
-        "sweep": "num_envs",
-        "agents": 3,
-        "num_envs": 1024,
-        "fps": 12000.0,
+        "sweep": "agents",
+        "critic": "joint",
+        "agents": 8,
+        "num_envs": 256,
+        "fps": 5852.0,
+        "agent_steps_per_s": 46816.0,
         "collect_share": 0.25,
         "update_share": 0.6,
         "other_share": 0.15,
-        "sim_steps_per_s": 200000.0,
-        "train_over_sim": 0.06,
+        "sim_steps_per_s": 46157.0,
+        "train_over_sim": 0.13,
         "speedup": 1.0,
     }
-    header, line = format_table([row]).splitlines()
+    header, *lines = format_table([row, {**row, "critic": "local", "speedup": 2.5}]).splitlines()
     assert header.split() == [
         "sweep",
+        "critic",
         "M",
         "num_envs",
         "frames/s",
+        "agent-steps/s",
         "collect",
         "update",
         "other",
@@ -81,15 +123,13 @@ def test_bench_scaling_table_names_every_column() -> None:
         "train/sim",
         "speed-up",
     ]
-    assert line.split() == [
-        "num_envs",
-        "3",
-        "1024",
-        "12,000",
-        "25%",
-        "60%",
-        "15%",
-        "200,000",
-        "0.06",
-        "1.00x",
+    assert [line.split() for line in lines] == [
+        [
+            *("agents", "joint", "8", "256", "5,852", "46,816"),
+            *("25%", "60%", "15%", "46,157", "0.13", "1.00x"),
+        ],
+        [
+            *("agents", "local", "8", "256", "5,852", "46,816"),
+            *("25%", "60%", "15%", "46,157", "0.13", "2.50x"),
+        ],
     ]

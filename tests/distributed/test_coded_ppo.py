@@ -51,7 +51,11 @@ PPO_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("options", [[], PPO_OPTIONS], ids=["defaults", "schedules-obs-norm"])
+@pytest.mark.parametrize(
+    "options",
+    [[], PPO_OPTIONS, ["algorithm.critic=state"]],
+    ids=["defaults", "schedules-obs-norm", "state-critic"],
+)
 def test_coded_ppo_matches_centralized_ppo_after_two_updates(
     tmp_path: Path, options: list[str]
 ) -> None:

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from marlplug.losses import JointPPOLoss
-from marlplug.nn import GroupSpec, JointActorCritic
+from marlplug.nn import CriticInput, GroupSpec, JointActorCritic
 
 OBS, ACTIONS = 6, 4
 
@@ -19,7 +19,7 @@ def make_model(
     hidden: int = 16,
     features: int = 8,
     seed: int = 0,
-    centralized_critic: bool = True,
+    critic: CriticInput = "joint",
     value_norm: bool = False,
     obs_norm: bool = False,
 ) -> JointActorCritic:
@@ -37,7 +37,7 @@ def make_model(
         specs,
         hidden_size=hidden,
         feature_dim=features,
-        centralized_critic=centralized_critic,
+        critic=critic,
         value_norm=value_norm,
         obs_norm=obs_norm,
     )

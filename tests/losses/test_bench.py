@@ -1,4 +1,5 @@
-"""``marlplug bench loss --json``: the documented keys, and ratios consistent with the timings."""
+"""``marlplug bench loss --json``: the documented keys, ratios consistent with the timings, and the
+joint step's GEMM FLOPs against a hand count."""
 
 from __future__ import annotations
 
@@ -9,8 +10,26 @@ from typing import Any
 import pytest
 import torch
 
-from marlplug.bench.loss import gram_floor
-from marlplug.losses.redundancy import redundancy_pair_loop, standardize_columns
+from marlplug.bench.loss import (
+    N_ACTIONS,
+    OBSERVATION_DIM,
+    gemm_flops,
+    gemm_rate_gflops,
+    gram_floor,
+    joint_update,
+    measure,
+    model_and_batch,
+    state_dim,
+    with_gemm_floor,
+)
+from marlplug.losses.redundancy import (
+    mean_abs_correlation,
+    redundancy_pair_loop,
+    standardize_columns,
+)
+from marlplug.nn.actor_critic import CriticInput
+
+CRITICS: tuple[CriticInput, ...] = ("joint", "state", "local")
 
 
 def test_bench_loss_json_rows(run_cli: Callable[..., Any]) -> None:
@@ -49,6 +68,79 @@ def test_bench_loss_json_rows(run_cli: Callable[..., Any]) -> None:
         assert row["redundancy_ratio"] == pytest.approx(
             row["redundancy_ms"] / row["joint_ms"], rel=0.01, abs=0.002
         )
+        _assert_gemm_floor(row)
+        assert row["critic"] == "joint"
+    assert rows[0]["gemm_gflops_rate"] == rows[1]["gemm_gflops_rate"]  # measured once per run
+    assert rows[0]["gemm_gflop"] < rows[1]["gemm_gflop"]
+
+
+def _assert_gemm_floor(row: dict[str, Any]) -> None:
+    assert row["gemm_gflop"] > 0 and row["gemm_gflops_rate"] > 0 and row["step_over_floor"] > 0
+    assert row["gemm_floor_ms"] == pytest.approx(
+        row["gemm_gflop"] / row["gemm_gflops_rate"] * 1e3, rel=2e-3
+    )
+    assert row["step_over_floor"] == pytest.approx(row["joint_ms"] / row["gemm_floor_ms"], rel=2e-3)
+
+
+def test_bench_loss_state_critic_json(run_cli: Callable[..., Any]) -> None:
+    result = run_cli(
+        "bench",
+        "loss",
+        "--json",
+        "--critic",
+        "state",
+        "--agents",
+        "2",
+        "--rows",
+        "16",
+        "--hidden",
+        "8",
+        "--repeats",
+        "1",
+    )
+    assert result.exit_code == 0, result.err
+    (row,) = json.loads(result.out)
+    assert row["critic"] == "state" and row["agents"] == 2
+    _assert_gemm_floor(row)
+
+
+@pytest.mark.parametrize("critic", CRITICS)
+def test_measure_runs_every_critic(critic: CriticInput) -> None:
+    row = with_gemm_floor(
+        measure(2, rows=16, hidden=8, repeats=1, critic=critic),
+        gemm_rate_gflops((32, 32, 32), repeats=1),
+    )
+    assert row["joint_ms"] > 0 and row["separate_ms"] > 0
+    _assert_gemm_floor(row)
+
+
+def _hand_count(critic: CriticInput, agents: int, rows: int, hidden: int) -> int:
+    """FLOPs (2 per multiply-add) of the matrix products of one joint step's networks."""
+    observation, actions = OBSERVATION_DIM, N_ACTIONS
+    # Actor: encoder observation -> hidden -> hidden (features), head hidden -> actions, per agent.
+    actor_forward = rows * agents * (observation * hidden + hidden * hidden + hidden * actions)
+    # Backward: every weight gradient (as many as forward) and the input gradients of all but the
+    # first layer (observations need no gradient).
+    actor_backward = actor_forward + rows * agents * (hidden * hidden + hidden * actions)
+    # Critic: input -> hidden -> hidden -> 1. The first layer has a forward and a weight gradient,
+    # the hidden one also an input gradient; the 1-unit output is a row-wise dot product, no GEMM.
+    width = {"joint": observation * agents, "state": state_dim(agents), "local": observation}
+    critic_first = rows * agents * width[critic] * hidden
+    critic_hidden = rows * agents * hidden * hidden
+    return 2 * (actor_forward + actor_backward + 2 * critic_first + 3 * critic_hidden)
+
+
+@pytest.mark.parametrize("critic", CRITICS)
+def test_gemm_flops_of_a_joint_step_match_a_hand_count(critic: CriticInput) -> None:
+    agents, rows, hidden = 2, 16, 8
+    torch.manual_seed(0)
+    model, batch = model_and_batch(agents, rows=rows, hidden=hidden, critic=critic)
+    counted = gemm_flops(joint_update(model, batch))
+    # The step also logs feature_abs_corr, whose correlation matrix is a matrix product too.
+    features = [torch.randn(rows, hidden) for _ in range(agents)]
+    diagnostic = gemm_flops(lambda: mean_abs_correlation(features))
+    assert counted == _hand_count(critic, agents, rows, hidden) + diagnostic
+    assert diagnostic == 2 * rows * hidden * hidden  # one pair's [hidden, hidden] correlation
 
 
 def test_gram_floor_holds_every_pair_of_the_penalty() -> None:

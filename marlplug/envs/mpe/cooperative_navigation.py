@@ -10,10 +10,27 @@ from mpe2.simple_spread.simple_spread import Scenario as SimpleSpreadScenario
 
 from marlplug.envs.mpe.base import MpeScenario
 from marlplug.envs.options import ScenarioOptions
+from marlplug.envs.state import StateColumns
 
 
 class CooperativeNavigationOptions(ScenarioOptions):
-    """Options of cooperative navigation: M agents and as many landmarks."""
+    """Options of cooperative navigation: M agents and as many landmarks.
+
+    Both backends share these options and give the same observations (``[velocity, position,
+    landmarks - position, others - position, silent communication]``), so the global state is
+    declared here once.
+    """
+
+    def state_columns(self) -> StateColumns:
+        """Every agent's velocity and position (4 floats each, from its own observation), then
+        the landmarks relative to agent 0 (2 floats each): ``6 M`` floats, each entity once.
+
+        >>> len(CooperativeNavigationOptions(agents=3).state_columns()["agent"])
+        18
+        """
+        own = [(agent, column) for agent in range(self.agents) for column in range(4)]
+        landmarks = [(0, 4 + column) for column in range(2 * self.agents)]
+        return {"agent": own + landmarks}
 
 
 class CooperativeNavigation(MpeScenario):
