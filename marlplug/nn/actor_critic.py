@@ -179,7 +179,7 @@ class GroupActorCritic(nn.Module):
             )
         value_net = StackedMLP(
             n_agents=spec.n_agents,
-            in_features=spec.observation_dim if state_dim is None else state_dim,
+            in_features=state_dim if critic == "state" and state_dim else spec.observation_dim,
             out_features=1,
             num_cells=[hidden_size, hidden_size],
             centralized=critic == "joint",
