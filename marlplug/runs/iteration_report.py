@@ -1,6 +1,6 @@
-"""What a run reports for each iteration: its record (:class:`IterationLog`), its ``rounds.csv`` row,
-its logged metrics (both returns, the timings, the coded round's record, the learners' statistics),
-and why no update round has run yet."""
+"""What a run reports for each iteration: its record (:class:`IterationLog`), its ``rounds.csv``
+rows (one per coded round, or one per iteration), its logged metrics (both returns, the timings, the
+coded round's record, the learners' statistics), and why no update round has run yet."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from marlplug.distributed.rounds import RoundLog
 from marlplug.runs.stats import RETURN_PER_AGENT, RETURN_TEAM, ReturnPoint
 
-#: rounds.csv columns of every run; coded runs add ``round_*`` columns (RoundLog.as_row, prefixed).
+#: rounds.csv columns of every run: the iteration's (repeated on each of its coded rounds' rows).
 ITERATION_COLUMNS = [
     "iteration",
     "env_steps",
@@ -20,7 +20,10 @@ ITERATION_COLUMNS = [
     "collect_s",
     "update_s",
 ]
+#: The columns coded runs add (:func:`round_row`): the round's global index (``RoundLog.round_index``,
+#: counted over the whole run) and its record (``RoundLog.as_row``, prefixed ``round_``).
 ROUND_COLUMNS = [
+    "round",
     "round_clock",
     "round_round_s",
     "round_wait_s",
@@ -51,20 +54,24 @@ class IterationLog:
     round_logs: list[RoundLog] = field(default_factory=list)
 
     def as_row(self) -> dict[str, object]:
-        row: dict[str, object] = {
+        """The iteration's own record (no round's: :func:`round_row`)."""
+        return {
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "episode_return": self.episode_return,
             "collect_s": self.collect_s,
             "update_s": self.update_s,
         }
-        if self.round is not None:
-            row.update({f"round_{k}": v for k, v in self.round.as_row().items() if k != "round"})
-        return row
+
+
+def round_row(round_log: RoundLog) -> dict[str, object]:
+    """A coded round's :data:`ROUND_COLUMNS`: ``round`` (its index) and its record as ``round_*``."""
+    record = round_log.as_row()
+    return {"round": record.pop("round"), **{f"round_{k}": v for k, v in record.items()}}
 
 
 def rounds_columns(*, coded: bool) -> list[str]:
-    """The header of a run's ``rounds.csv`` (one row per iteration)."""
+    """The header of a run's ``rounds.csv`` (:func:`iteration_rows`)."""
     return ITERATION_COLUMNS + (ROUND_COLUMNS if coded else [])
 
 
@@ -104,7 +111,15 @@ def log_iteration(logger: Any, log: IterationLog, returns: ReturnPoint | None) -
     logger.log_metrics(metrics, step=log.iteration + 1)
 
 
-def iteration_row(log: IterationLog, returns: ReturnPoint | None) -> dict[str, object]:
-    """The iteration's ``rounds.csv`` row: the log's record with both returns in place of the sum."""
+def iteration_rows(
+    log: IterationLog, returns: ReturnPoint | None, *, coded: bool
+) -> list[dict[str, object]]:
+    """The iteration's ``rounds.csv`` rows: for a coded run one per round, in order, each with the
+    iteration's columns (so every row says which update it belongs to) and the round's
+    (:func:`round_row`); one row otherwise, the round columns left empty when a coded iteration ran
+    no round (a replay buffer still filling up). Both returns stand in place of the log's sum."""
     row = {key: value for key, value in log.as_row().items() if key != "episode_return"}
-    return {**row, **(returns.as_metrics() if returns is not None else {})}
+    row.update(returns.as_metrics() if returns is not None else {})
+    if not coded or not log.round_logs:
+        return [row]
+    return [{**row, **round_row(round_log)} for round_log in log.round_logs]

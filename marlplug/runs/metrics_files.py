@@ -143,7 +143,10 @@ def restart_rounds_csv(
     ``key`` column is below ``keep_before``; return how many were kept.
 
     A resumed run passes its checkpoint's position: rows written after the last checkpoint belong to
-    steps the resumed run does again, and would otherwise appear twice. A fresh run passes 0.
+    steps the resumed run does again, and would otherwise appear twice. A fresh run passes 0. Each
+    row carries its own ``key`` (a coded run writes one row per round, each with its iteration), so
+    a step's rows are kept or dropped together. Rows written under an older header keep the columns
+    ``columns`` shares with it; the new ones are left empty there.
 
     Examples:
         >>> import tempfile

@@ -7,9 +7,10 @@ coded learners (:mod:`marlplug.train.executors`), otherwise every agent updates 
 :class:`~marlplug.train.loop.Training` runs the iterations; this module owns the run folder around
 them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every`` iterations and at the
 end; resumed bit-identically), ``metrics/`` (TorchRL logger; or a W&B or MLflow run with the config,
-metrics and plots, :mod:`marlplug.runs.trackers`), ``rounds.csv`` (one row per
-iteration), periodic evaluations (``train.eval_every``: :mod:`marlplug.train.evaluation`, logged as
-``eval_return``/``eval_score`` and drawn on the curve), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
+metrics and plots, :mod:`marlplug.runs.trackers`), ``rounds.csv`` (one row per coded round, with
+its iteration's columns; one row per iteration for a centralized run), periodic evaluations
+(``train.eval_every``: :mod:`marlplug.train.evaluation`, logged as ``eval_return``/``eval_score``
+and drawn on the curve), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
 :data:`TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder lock and non-finite stops.
 """
 
@@ -56,7 +57,7 @@ from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.iteration_report import (
     IterationLog,
     iteration_returns,
-    iteration_row,
+    iteration_rows,
     log_iteration,
     rounds_columns,
 )
@@ -372,8 +373,8 @@ class _Run:
                 result.iterations.append(log)
                 returns = iteration_returns(log, training.program.num_agents)
                 log_iteration(logger, log, returns)
-                writer.writerow(iteration_row(log, returns))
-                rows.flush()
+                writer.writerows(iteration_rows(log, returns, coded=self.coded))
+                rows.flush()  # on disk before a checkpoint counts the iteration: a resume keeps them
                 self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
                 if returns is not None:
                     self.history.append(returns)

@@ -14,9 +14,10 @@ import torch
 from marlplug import load_config
 from marlplug.configs import default_config_path
 from marlplug.envs import make_env
+from marlplug.runs.checkpoint import load_checkpoint
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import learner_algorithm
+from marlplug.train.orchestrator import ROUND_LOGS_KEY, learner_algorithm
 from marlplug.train.run import run_training
 
 # 3 agents, 2 updates of 20 frames in minibatches of 10: 2 coded rounds per update.
@@ -85,8 +86,15 @@ def test_coded_ppo_through_the_cli(run_cli: Callable[..., Any], tmp_path: Path) 
     assert any(line.startswith("rounds log:") for line in result.out.splitlines())
     with (run_dir / "rounds.csv").open(newline="") as handle:
         rounds = list(csv.DictReader(handle))
-    assert len(rounds) == 2  # one row per update, its last round's columns
+    # One row per coded round (2 minibatch steps per update), each with the update it belongs to.
+    assert [row["iteration"] for row in rounds] == ["0", "0", "1", "1"]
+    assert [row["round"] for row in rounds] == ["0", "1", "2", "3"]
     assert all(len(row["round_learners_used"].split()) >= 3 for row in rounds)
+    assert rounds[0]["env_steps"] == rounds[1]["env_steps"] != rounds[2]["env_steps"]
+    assert rounds[2]["update_s"] == rounds[3]["update_s"]
+    # The timeline is drawn from the rounds the checkpoint keeps: every one of them, in order.
+    kept = load_checkpoint(run_dir / "checkpoint.pt")[ROUND_LOGS_KEY]
+    assert [entry["round_index"] for entry in kept] == [0, 1, 2, 3]
 
 
 def test_a_frozen_agent_keeps_its_weights_and_adam_state_exactly() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import stat
 from pathlib import Path
 
 from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.iteration_report import rounds_columns
 from marlplug.runs.metrics_files import restart_rounds_csv, restart_scalar_csvs
 
 
@@ -49,3 +51,32 @@ def test_torn_and_foreign_lines_are_dropped(tmp_path: Path) -> None:
     (scalars / "loss.csv").write_text("1,0.5\n2,0.4\nnot a row\n3,0.3\n4")
     assert restart_scalar_csvs(scalars, 4) == 3
     assert (scalars / "loss.csv").read_text().split() == ["step,loss", "1,0.5", "2,0.4", "3,0.3"]
+
+
+def test_a_coded_rounds_log_keeps_or_drops_an_iteration_s_rows_together(tmp_path: Path) -> None:
+    rounds = tmp_path / "rounds.csv"
+    rounds.write_text("iteration,round,t\n0,0,a\n0,1,b\n1,2,c\n1,3,d\n2,4,e\n")
+    assert restart_rounds_csv(rounds, ["iteration", "round", "t"], 1) == 2
+    assert rounds.read_text().split() == ["iteration,round,t", "0,0,a", "0,1,b"]
+
+
+def test_a_rounds_log_of_one_row_per_iteration_gets_the_round_column(tmp_path: Path) -> None:
+    # A coded run's rounds.csv from before it had a row per round: no `round` column.
+    columns = rounds_columns(coded=True)
+    old = [column for column in columns if column != "round"]
+    written = [
+        {"iteration": "0", "env_steps": "10", "collect_s": "0.1", "update_s": "0.0"},
+        {"iteration": "1", "env_steps": "20", "return_team": "-3.0", "round_clock": "wall"},
+        {"iteration": "2", "env_steps": "30", "return_team": "-2.0", "round_clock": "wall"},
+    ]
+    rounds = tmp_path / "rounds.csv"
+    with rounds.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=old, restval="")
+        writer.writeheader()
+        writer.writerows(written)
+    assert restart_rounds_csv(rounds, columns, 2) == 2
+    with rounds.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        kept = list(reader)
+    assert reader.fieldnames == columns
+    assert kept == [{column: row.get(column, "") for column in columns} for row in written[:2]]

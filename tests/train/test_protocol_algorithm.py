@@ -19,6 +19,7 @@ from marlplug.config import MarlplugConfig
 from marlplug.envs import make_env
 from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.iteration_report import rounds_columns
 from marlplug.runs.run_config import load_run_config
 from marlplug.testing import register_plugin
 from marlplug.train.executors import CentralizedExecutor
@@ -80,8 +81,15 @@ def test_trains_centralized_and_coded_to_the_same_state(tmp_path: Path) -> None:
     assert losses[-1] < losses[0]
     with (tmp_path / "coded" / "rounds.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [row["iteration"] for row in rows] == ["0", "1", "2", "3"]
+    # One row per coded round, each with its iteration.
+    assert [row["iteration"] for row in rows] == [str(i // 2) for i in range(8)]
+    assert [row["round"] for row in rows] == [str(i) for i in range(8)]
     assert all(row["round_learners_used"] for row in rows)
+    # A centralized run keeps one row per iteration, without round columns.
+    with (tmp_path / "centralized" / "rounds.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert [row["iteration"] for row in reader] == ["0", "1", "2", "3"]
+    assert reader.fieldnames == rounds_columns(coded=False)
     # The program's statistics are logged per iteration (the mean over its rounds).
     scalars = tmp_path / "centralized" / "metrics" / "scalars"
     logged = (scalars / "loss.csv").read_text().split()

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import socket
 import sys
@@ -45,6 +46,12 @@ class LearnerActor:
 
     def ready(self) -> int:
         return self.learner
+
+    def node(self) -> str:
+        """The id of the Ray node this learner runs on."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
 
     async def compute(
         self,
@@ -105,6 +112,7 @@ class RayBackend:
         self._program: LearnerProgram | None = None
         self._closed = False
         self._stdout: RayOutputToStderr | None = None
+        self._cpus = 1.0
 
     def start(self, program: LearnerProgram) -> None:
         ray = self._ray
@@ -117,6 +125,9 @@ class RayBackend:
                 if self.address is None:
                     with loopback_only():
                         ray.init(
+                            # "local": a new Ray of its own, even where `ray start` left a
+                            # cluster on this machine (plain ray.init() would join that one).
+                            address="local",
                             num_cpus=self.num_cpus,
                             include_dashboard=False,
                             log_to_driver=False,
@@ -129,14 +140,10 @@ class RayBackend:
                     )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 self.close()
-                where = self.address or "a local Ray"
-                raise RayUnavailableError(
-                    f"coding.ray_address: cannot start or reach Ray at '{where}': {exc}".splitlines()[
-                        0
-                    ]
-                ) from None
+                raise RayUnavailableError(unavailable_message(self.address, exc)) from None
+        self._cpus = self._reserved_cpus()
         for learner in range(self.num_learners):
-            self._spawn(learner)
+            self._spawn(learner, self._cpus)
         try:
             ray.get(
                 [actor.ready.remote() for actor in self._actors.values()],
@@ -150,15 +157,21 @@ class RayBackend:
                 ]
             ) from None
 
-    def _spawn(self, learner: int) -> None:
+    def _reserved_cpus(self) -> float:
+        """CPUs each learner reserves: ``learner_num_cpus``, else one each while the cluster has
+        enough, else an equal share (learners then share cores)."""
+        if self.learner_num_cpus is not None:
+            return self.learner_num_cpus
+        total = float(self._ray.cluster_resources().get("CPU", 1.0))
+        return min(1.0, total / max(1, self.num_learners))
+
+    def _spawn(self, learner: int, cpus: float) -> None:
         ray = self._ray
-        cpus = self.learner_num_cpus
-        if cpus is None:
-            total = float(ray.cluster_resources().get("CPU", 1.0))
-            cpus = min(1.0, total / max(1, self.num_learners))
         actor_class = ray.remote(LearnerActor)
+        # SPREAD: one learner per node while there are nodes without one, so that a lost node
+        # takes few learners with it; a learner re-created after a node loss goes to the nodes left.
         self._actors[learner] = actor_class.options(
-            num_cpus=cpus, max_concurrency=4, name=None
+            num_cpus=cpus, max_concurrency=4, name=None, scheduling_strategy="SPREAD"
         ).remote(learner, self._program)
 
     def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
@@ -216,6 +229,19 @@ class RayBackend:
         """Whether the backend holds an actor for ``learner`` (Ray reports deaths through tasks)."""
         return learner in self._actors
 
+    def placement(self, *, timeout_s: float = 60.0) -> dict[int, str]:
+        """Which Ray node (its id) each learner runs on; waits for learners still starting.
+
+        Examples:
+            >>> backend.placement()  # doctest: +SKIP
+            {0: '2f1c...', 1: '9ab0...', 2: '2f1c...'}
+        """
+        learners = sorted(self._actors)
+        nodes = self._ray.get(
+            [self._actors[learner].node.remote() for learner in learners], timeout=timeout_s
+        )
+        return dict(zip(learners, nodes, strict=True))
+
     def kill(self, learner: int) -> None:
         """Kill learner ``learner``'s actor (for fault-injection tests)."""
         self._ray.kill(self._actors[learner], no_restart=True)
@@ -225,7 +251,11 @@ class RayBackend:
         if old is not None:
             with contextlib.suppress(Exception):
                 self._ray.kill(old, no_restart=True)
-        self._spawn(learner)
+        # After a node loss the nodes left may lack the CPUs a learner reserved at the start; a
+        # learner that waited for them would be lost for good, so it reserves what is free (down
+        # to none: it then shares a core, and runs as a straggler would).
+        free = float(self._ray.available_resources().get("CPU", 0.0))
+        self._spawn(learner, math.floor(min(self._cpus, free) * 100) / 100)
 
     def close(self) -> None:
         if self._closed:
@@ -248,6 +278,32 @@ class RayBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def unavailable_message(address: str | None, error: BaseException) -> str:
+    """The one line for a Ray that could not be started or joined.
+
+    A cluster with token authentication (Ray's default since 2.5x for clusters started by
+    ``ray start``) refuses a driver without its token after a long retry, with a message that does
+    not say so; the line then says which variables to set.
+
+    Examples:
+        >>> unavailable_message("10.0.0.1:6379", ConnectionError("Failed to connect\nmore"))
+        "coding.ray_address: cannot start or reach Ray at '10.0.0.1:6379': Failed to connect"
+    """
+    where = address or "a local Ray"
+    line = f"coding.ray_address: cannot start or reach Ray at '{where}': {error}".splitlines()[0]
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and len(chain) < 10:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any("AuthToken" in str(link) or "Authentication" in type(link).__name__ for link in chain):
+        line += (
+            " (the cluster wants its auth token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN, "
+            "or put the token in ~/.ray/auth_token; see docs/cluster.md)"
+        )
+    return line
 
 
 def check_reachable(address: str, *, timeout_s: float = 5.0) -> None:

@@ -1,0 +1,181 @@
+"""Coded training on a real three-node Ray cluster (``ray start``, token authentication): learners
+spread over the nodes, a node lost mid-run, the controller killed and resumed against the same
+cluster — and every run ends bit-identical to the centralized run."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from marlplug import load_config
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.train.orchestrator import TRAINING_KEY, run
+from tests.distributed.ray_cluster import RayCluster, ray_cluster
+from tests.distributed.test_run_resume import SMALL as RESUME_SMALL
+
+pytest.importorskip("ray")
+
+#: test_run_resume's small MADDPG (a round every 10-step iteration from the second on), with a
+#: buffer that does not wrap and a checkpoint after every iteration.
+SMALL = [*RESUME_SMALL, "algorithm.buffer_size=200", "train.checkpoint_every=1"]
+CODED = [
+    "coding.scheme=mds",
+    "coding.learners=5",
+    "coding.backend=ray",
+    "coding.round_timeout_s=20",
+    "coding.stragglers.count=1",
+    "coding.stragglers.delay_s=0.05",
+]
+UPDATES = 40
+
+
+@pytest.fixture
+def cluster() -> Iterator[RayCluster]:
+    with ray_cluster(nodes=3, cpus_per_node=2) as started:
+        yield started
+
+
+def train(cluster: RayCluster, run_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """``marlplug train`` as a user runs it against the cluster: its own process and Ray driver."""
+    overrides = [*SMALL, *CODED, f"coding.ray_address={cluster.address}"]
+    overrides += [f"train.updates={UPDATES}", f"logging.dir={run_dir.parent}"]
+    overrides += [f"logging.run_name={run_dir.name}"]
+    command = [str(Path(sys.executable).with_name("marlplug")), "train", *args]
+    if "--resume" not in args:
+        config = run_dir.parent / "config.yaml"
+        config.write_text("seed: 0\n")  # everything else from --set, as SMALL says
+        command += [str(config), *(f"--set={item}" for item in overrides)]
+    return subprocess.Popen(
+        command,
+        env={**os.environ, **cluster.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def rounds(run_dir: Path) -> list[dict[str, str]]:
+    path = run_dir / "rounds.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as handle:
+        return [row for row in csv.DictReader(handle) if row.get("round_learners_used")]
+
+
+def wait_for_rounds(process: subprocess.Popen[str], run_dir: Path, count: int) -> None:
+    deadline = time.monotonic() + 300
+    while len(rounds(run_dir)) < count:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the run made no progress in 300 s"
+        time.sleep(0.2)
+
+
+def finish(process: subprocess.Popen[str]) -> str:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    return out
+
+
+def final_theta(run_dir: Path) -> torch.Tensor:
+    state = load_checkpoint(run_dir / CHECKPOINT_NAME)[TRAINING_KEY]
+    return torch.cat([state["theta"], state["opt_state"]], dim=1)
+
+
+@pytest.fixture(scope="module")
+def centralized(tmp_path_factory: pytest.TempPathFactory) -> torch.Tensor:
+    """The same run without its ``coding:`` section, in this process."""
+    run_dir = tmp_path_factory.mktemp("centralized") / "run"
+    run(load_config(data={}, overrides=[*SMALL, f"train.updates={UPDATES}"]), run_dir=run_dir)
+    return final_theta(run_dir)
+
+
+@pytest.mark.slow  # a 3-node cluster and a 40-iteration coded run: 1-3 minutes
+def test_a_run_that_loses_a_node_goes_on_and_ends_as_the_centralized_run(
+    cluster: RayCluster, centralized: torch.Tensor, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "node_lost"
+    process = train(cluster, run_dir)
+    wait_for_rounds(process, run_dir, 5)
+    cluster.kill_worker_node(0)
+    finish(process)
+    # Every round decoded, with or without the lost learners (until Ray declares their node dead
+    # they are stragglers that never answer; the test of placement below sees them re-created).
+    logged = rounds(run_dir)
+    assert len(logged) == UPDATES - 1  # every iteration from the second on is a round
+    assert torch.equal(final_theta(run_dir), centralized)
+
+
+@pytest.mark.slow  # a 3-node cluster and two coded runs: 2-4 minutes
+def test_a_killed_controller_resumes_against_the_same_cluster_bit_identically(
+    cluster: RayCluster, centralized: torch.Tensor, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "controller_killed"
+    process = train(cluster, run_dir)
+    wait_for_rounds(process, run_dir, 10)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    stopped_at = load_checkpoint(run_dir / CHECKPOINT_NAME)[TRAINING_KEY]["counters"]
+    assert 0 < stopped_at["iterations"] < UPDATES
+    finish(train(cluster, run_dir, "--resume", str(run_dir)))
+    assert [int(row["iteration"]) for row in rounds(run_dir)] == list(range(1, UPDATES))
+    assert torch.equal(final_theta(run_dir), centralized)
+
+
+@pytest.mark.slow  # a 3-node cluster in this process: 30-60 s
+def test_learners_spread_over_the_nodes_and_move_to_the_nodes_left_when_one_is_lost() -> None:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from marlplug.algorithms.protocol import AgentUpdate
+    from marlplug.coding import MDSCode
+    from marlplug.distributed.backends.ray import RayBackend
+    from marlplug.distributed.controller import CodedController
+    from tests.distributed.helpers import LinearProgram, centralized, linear_batch
+
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    workers = [nodes.add_node(num_cpus=1) for _ in range(2)]
+    nodes.wait_for_nodes()
+    program, scheme = LinearProgram(2), MDSCode()
+    backend = RayBackend(3, address=nodes.address)
+    state = reference = AgentUpdate(*program.init_state(0))
+    try:
+        with CodedController(
+            program, scheme.assignment_matrix(2, 3, 0), backend, scheme=scheme, round_timeout_s=20
+        ) as controller:
+            before = backend.placement()
+            assert len(set(before.values())) == 3  # one learner per node
+            lost = workers[0].node_id
+            nodes.remove_node(workers[0], allow_graceful=False)
+            # Until Ray declares the node dead (its health checks: seconds), the lost learner is a
+            # straggler that never answers and the rounds decode without it; then it is re-created.
+            restarted: list[int] = []
+            round_index, deadline = 0, time.monotonic() + 180
+            while not restarted or round_index < 20:
+                assert time.monotonic() < deadline, "the lost learner was never re-created"
+                batch = linear_batch(program, seed=round_index)
+                state, log = controller.update(
+                    state.theta, state.opt_state, batch, round_index, seed=round_index
+                )
+                reference = centralized(
+                    program, reference.theta, reference.opt_state, batch, seed=round_index
+                )
+                restarted += log.restarted
+                round_index += 1
+            after = backend.placement()
+            moved = [learner for learner, node in before.items() if node == lost]
+            assert restarted == moved
+            assert lost not in after.values()
+            assert torch.equal(state.theta, reference.theta)
+            assert torch.equal(state.opt_state, reference.opt_state)
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
