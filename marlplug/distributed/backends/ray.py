@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import math
 import os
 import socket
 import sys
@@ -112,7 +111,6 @@ class RayBackend:
         self._program: LearnerProgram | None = None
         self._closed = False
         self._stdout: RayOutputToStderr | None = None
-        self._cpus = 1.0
 
     def start(self, program: LearnerProgram) -> None:
         ray = self._ray
@@ -141,9 +139,9 @@ class RayBackend:
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 self.close()
                 raise RayUnavailableError(unavailable_message(self.address, exc)) from None
-        self._cpus = self._reserved_cpus()
+        cpus = self._reserved_cpus()
         for learner in range(self.num_learners):
-            self._spawn(learner, self._cpus)
+            self._spawn(learner, cpus)
         try:
             ray.get(
                 [actor.ready.remote() for actor in self._actors.values()],
@@ -251,11 +249,11 @@ class RayBackend:
         if old is not None:
             with contextlib.suppress(Exception):
                 self._ray.kill(old, no_restart=True)
-        # After a node loss the nodes left may lack the CPUs a learner reserved at the start; a
-        # learner that waited for them would be lost for good, so it reserves what is free (down
-        # to none: it then shares a core, and runs as a straggler would).
-        free = float(self._ray.available_resources().get("CPU", 0.0))
-        self._spawn(learner, math.floor(min(self._cpus, free) * 100) / 100)
+        # It reserves no CPU. After a node loss the nodes left may lack the CPUs a learner reserved
+        # at the start, and a learner waiting for them would be lost for good (reserving what
+        # looks free races with the other learners re-created in the same round). Without a
+        # reservation it shares a core on the nodes left, and is at worst a straggler.
+        self._spawn(learner, 0.0)
 
     def close(self) -> None:
         if self._closed:
