@@ -101,3 +101,25 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
     assert all(is_loopback(address) for address, _ in listening), listening
     assert "died" in err  # Ray's message came, on stderr ...
     assert "died" not in out and "raylet" not in out  # ... and not on stdout
+
+
+def test_a_cluster_that_wants_its_token_is_named_in_the_error() -> None:
+    from ray.exceptions import AuthenticationError
+
+    from marlplug.distributed.backends.ray import unavailable_message
+
+    # What ray.init raises against a token-auth cluster without the token (the cause is chained).
+    try:
+        try:
+            raise AuthenticationError(
+                "RPC error: InvalidAuthToken: Authentication token is missing"
+            )
+        except AuthenticationError as refused:
+            raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.5:6379") from refused
+    except ConnectionError as error:
+        message = unavailable_message("10.0.0.5:6379", error)
+    assert "\n" not in message
+    assert message.startswith("coding.ray_address: cannot start or reach Ray at '10.0.0.5:6379'")
+    assert "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in message
+    plain = unavailable_message(None, ConnectionError("refused"))
+    assert plain == "coding.ray_address: cannot start or reach Ray at 'a local Ray': refused"

@@ -286,7 +286,7 @@ def unavailable_message(address: str | None, error: BaseException) -> str:
     not say so; the line then says which variables to set.
 
     Examples:
-        >>> unavailable_message("10.0.0.1:6379", ConnectionError("Failed to connect\nmore"))
+        >>> unavailable_message("10.0.0.1:6379", ConnectionError("Failed to connect"))
         "coding.ray_address: cannot start or reach Ray at '10.0.0.1:6379': Failed to connect"
     """
     where = address or "a local Ray"
