@@ -29,7 +29,7 @@ from marlplug.algorithms.acting import acting_policy
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
-from marlplug.envs.policies import random_policy
+from marlplug.envs.policies import SCRIPTED_SCENARIOS, random_policy, scripted_policy
 from marlplug.errors import UserError
 from marlplug.plotting import saved_figure
 from marlplug.plugins import get_component
@@ -50,10 +50,12 @@ def parity_config(
     delay_s: float,
     seed: int,
     options: dict[str, Any],
+    env_backend: str = "mpe",
+    num_envs: int = 1,
 ) -> MarlplugConfig:
-    """The run's config: MADDPG on ``scenario`` (mpe backend), with a ``coding:`` section if
-    ``coded`` (``mds`` on ``learners`` learners, ``stragglers`` delayed by ``delay_s`` on the
-    simulated clock).
+    """The run's config: MADDPG on ``scenario`` (``env_backend``, ``num_envs`` copies: VMAS steps
+    them as one batch), with a ``coding:`` section if ``coded`` (``mds`` on ``learners`` learners,
+    ``stragglers`` delayed by ``delay_s`` on the simulated clock).
 
     Examples:
         >>> config = parity_config("cooperative_navigation", coded=True, iterations=10, agents=3,
@@ -61,14 +63,14 @@ def parity_config(
         >>> config.coding.scheme.name, config.coding.learners, config.train.updates
         ('mds', 5, 10)
     """
-    env: dict[str, Any] = {"name": scenario, "backend": "mpe"}
+    env: dict[str, Any] = {"name": scenario, "backend": env_backend}
     if agents is not None:
         env["agents"] = agents
     data: dict[str, Any] = {
         "seed": seed,
         "env": env,
         "algorithm": {"name": "maddpg", **options},
-        "train": {"updates": iterations, "checkpoint_every": iterations},
+        "train": {"updates": iterations, "checkpoint_every": iterations, "num_envs": num_envs},
         "logging": {"progress": False},
     }
     if coded:
@@ -85,15 +87,14 @@ def evaluation_curve(
     config: MarlplugConfig, *, eval_every: int, episodes: int, folder: Path
 ) -> list[dict[str, float]]:
     """Train ``config`` for ``config.train.updates`` iterations in chunks of ``eval_every``;
-    after each chunk (and before the first) evaluate the actors on ``episodes`` greedy episodes.
+    after each chunk (and before the first) evaluate the actors on ``episodes`` greedy episodes of
+    the mpe env (the paper's, whichever backend trained them: the specs are the same).
 
     Returns:
         One point per evaluation: ``iteration``, ``env_steps``, ``return`` (team, mean over the
         episodes) and the mean return of each agent group (``return/<group>``).
     """
-    env = make_env(
-        config.env.name, backend=config.env.backend, seed=0, **config.env.options.model_dump()
-    )
+    env = make_env(config.env.name, backend="mpe", seed=0, **config.env.options.model_dump())
     algorithm = get_component("algorithm", config.algorithm.name, field="algorithm.name")(
         **config.algorithm.options.model_dump()
     )
@@ -124,17 +125,26 @@ def evaluation_curve(
     return points
 
 
-def random_returns(
+def reference_returns(
     scenario: str, agents: int | None, episodes: int, seed: int
-) -> tuple[float, dict[str, float]]:
-    """The uniform random policy's mean team return and mean return per group (the curves' floor)."""
+) -> dict[str, Any]:
+    """The references the curves are read against, on mpe: the uniform random policy's mean team
+    return (``random``) and mean return per group (``random_groups``), and where the scenario has
+    a scripted oracle (cooperative navigation) its mean team return (``scripted``)."""
     options: dict[str, Any] = {} if agents is None else {"agents": agents}
     env = make_env(scenario, seed=0, **options)
     try:
         result = evaluate(env, random_policy(env), episodes=episodes, seed=seed)
+        references: dict[str, Any] = {
+            "random": result.mean,
+            "random_groups": result.group_means,
+        }
+        if scenario in SCRIPTED_SCENARIOS:
+            oracle = scripted_policy(env, scenario=scenario)
+            references["scripted"] = evaluate(env, oracle, episodes=episodes, seed=seed).mean
     finally:
         env.close()
-    return result.mean, result.group_means
+    return references
 
 
 def _groups(entry: dict[str, Any]) -> list[str]:
@@ -175,6 +185,10 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
                             markersize=3,
                             label=f"{group}: {label}" if group else label,
                         )
+                if not group and entry.get("scripted") is not None:
+                    axes.axhline(
+                        entry["scripted"], color="black", linestyle="-.", label="scripted oracle"
+                    )
                 floor = randoms.get(group) if group else entry["random"]
                 if floor is not None:
                     axes.axhline(
@@ -183,7 +197,12 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
                         linestyle=":",
                         label=f"{group}: random policy" if group else "random policy",
                     )
-            axes.set_title(f"{scenario.replace('_', ' ')}, M = {entry['agents']}", fontsize=9)
+            trained_on = entry.get("env_backend", "mpe")
+            axes.set_title(
+                f"{scenario.replace('_', ' ')}, M = {entry['agents']} "
+                f"(trained on {trained_on}, evaluated on mpe)",
+                fontsize=9,
+            )
             axes.set_xlabel("env steps")
             axes.set_ylabel(
                 "greedy evaluation return (per group)"
@@ -208,6 +227,8 @@ def parity(
     stragglers: int,
     coded_seeds: int,
     options: dict[str, Any],
+    env_backend: str = "mpe",
+    num_envs: int = 1,
 ) -> dict[str, Any]:
     """Per scenario: centralized curves for ``seeds``, coded curves for the first ``coded_seeds``
     of them, the random return, and the largest gap between a coded curve and its seed's
@@ -216,6 +237,8 @@ def parity(
     for scenario in scenarios:
         entry: dict[str, Any] = {
             "agents": agents,
+            "env_backend": env_backend,
+            "num_envs": num_envs,
             "coded_label": f"coded (mds, N={learners}, k={stragglers})",
             "centralized": {},
             "coded": {},
@@ -233,6 +256,8 @@ def parity(
                     delay_s=0.25,
                     seed=seed,
                     options=options,
+                    env_backend=env_backend,
+                    num_envs=num_envs,
                 )
                 entry["agents"] = config.env.options.model_dump().get("agents", agents)
                 with tempfile.TemporaryDirectory() as folder:
@@ -240,9 +265,7 @@ def parity(
                         config, eval_every=eval_every, episodes=episodes, folder=Path(folder)
                     )
                 entry["coded" if coded else "centralized"][seed] = curve
-        entry["random"], entry["random_groups"] = random_returns(
-            scenario, agents, episodes, seeds[0]
-        )
+        entry.update(reference_returns(scenario, agents, episodes, seeds[0]))
         gaps = [
             abs(a["return"] - b["return"])
             for seed, coded_curve in entry["coded"].items()
@@ -273,6 +296,20 @@ def parity(
 @click.option("--learners", type=int, default=5, show_default=True)
 @click.option("--stragglers", type=int, default=1, show_default=True)
 @click.option(
+    "--env-backend",
+    type=click.Choice(["mpe", "vmas"]),
+    default="mpe",
+    show_default=True,
+    help="Train on this backend (vmas: --num-envs copies in one batch); evaluation is on mpe.",
+)
+@click.option(
+    "--num-envs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Env copies (vmas); each iteration takes steps_per_iteration steps in every copy.",
+)
+@click.option(
     "--set",
     "sets",
     multiple=True,
@@ -297,6 +334,8 @@ def main(
     agents: int,
     learners: int,
     stragglers: int,
+    env_backend: str,
+    num_envs: int,
     sets: tuple[str, ...],
     plot: Path | None,
     json_path: Path | None,
@@ -322,9 +361,7 @@ def main(
             merged.update(saved)
         for scenario, entry in merged.items():
             if "random_groups" not in entry:  # written before the per-group floors were kept
-                entry["random"], entry["random_groups"] = random_returns(
-                    scenario, entry["agents"], episodes, seeds[0]
-                )
+                entry.update(reference_returns(scenario, entry["agents"], episodes, seeds[0]))
         plot_curves(merged, plot)
         click.echo(f"wrote {plot} ({', '.join(merged)})")
         return
@@ -347,6 +384,8 @@ def main(
         stragglers=stragglers,
         coded_seeds=coded_seeds,
         options=options,
+        env_backend=env_backend,
+        num_envs=num_envs,
     )
     if plot is not None:
         plot_curves(results, plot)

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from marlplug.bench.parity import main
@@ -34,7 +35,24 @@ def test_coded_and_centralized_curves_are_equal_and_evaluated(tmp_path: Path) ->
     # Learning started at iteration 2: the actors after it differ from the initial ones.
     assert centralized[2]["return"] != centralized[0]["return"]
     assert math.isfinite(entry["random"]) and entry["agents"] == 2
+    # Cooperative navigation has a scripted oracle: the curves' ceiling, far above random.
+    assert entry["scripted"] > entry["random"]
     assert plot.stat().st_size > 0
+
+
+def test_trained_on_batched_vmas_evaluated_on_mpe(tmp_path: Path) -> None:
+    pytest.importorskip("vmas")
+    output = tmp_path / "vmas.json"
+    args = [*TINY, "--env-backend", "vmas", "--num-envs", "4", "--json", str(output)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    entry = json.loads(output.read_text())["cooperative_navigation"]
+    assert (entry["env_backend"], entry["num_envs"]) == ("vmas", 4)
+    centralized, coded = entry["centralized"]["0"], entry["coded"]["0"]
+    # Every iteration takes 10 steps in each of the 4 copies.
+    assert [p["env_steps"] for p in centralized] == [0, 80, 160]
+    assert [p["return"] for p in coded] == [p["return"] for p in centralized]
+    assert centralized[2]["return"] != centralized[0]["return"]
 
 
 def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> None:
