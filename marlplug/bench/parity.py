@@ -125,7 +125,7 @@ def evaluation_curve(
     return points
 
 
-def reference_returns(
+def parity_references(
     scenario: str, agents: int | None, episodes: int, seed: int
 ) -> dict[str, Any]:
     """The references the curves are read against, on mpe: the uniform random policy's mean team
@@ -265,7 +265,7 @@ def parity(
                         config, eval_every=eval_every, episodes=episodes, folder=Path(folder)
                     )
                 entry["coded" if coded else "centralized"][seed] = curve
-        entry.update(reference_returns(scenario, agents, episodes, seeds[0]))
+        entry.update(parity_references(scenario, agents, episodes, seeds[0]))
         gaps = [
             abs(a["return"] - b["return"])
             for seed, coded_curve in entry["coded"].items()
@@ -361,7 +361,7 @@ def main(
             merged.update(saved)
         for scenario, entry in merged.items():
             if "random_groups" not in entry:  # written before the per-group floors were kept
-                entry.update(reference_returns(scenario, entry["agents"], episodes, seeds[0]))
+                entry.update(parity_references(scenario, entry["agents"], episodes, seeds[0]))
         plot_curves(merged, plot)
         click.echo(f"wrote {plot} ({', '.join(merged)})")
         return
