@@ -4,13 +4,14 @@ for ``marlplug compare``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from marlplug.configs import default_config_path
 from marlplug.errors import UserError
-from marlplug.experiments.plan import GridAxis, parse_seeds, plan_runs
+from marlplug.experiments.plan import GridAxis, PlannedRun, parse_seeds, plan_runs
 from marlplug.experiments.results import Machine, SweepResults, load_results
 from marlplug.plugins import get_plugin_manager
 
@@ -112,6 +113,9 @@ def sweep(
         f"sweep '{name}': {len(results.configurations)} configuration(s) x {len(seed_list)} "
         f"seed(s), {jobs} at a time, in {out}"
     )
+    oversubscribed = _oversubscription_note(planned, jobs)
+    if oversubscribed:
+        click.echo(oversubscribed, err=True)
     runner = SweepRunner(
         out,
         config_path=config_path,
@@ -125,6 +129,20 @@ def sweep(
         raise click.exceptions.Exit(130) from None
     click.echo(f"results: {out / RESULTS_NAME}")
     click.echo(f"compare: marlplug compare {out / RESULTS_NAME}")
+
+
+def _oversubscription_note(planned: list[PlannedRun], jobs: int) -> str | None:
+    """A note when ``jobs`` runs at once want more torch threads than the machine has cores: they
+    would slow each other down."""
+    cores = os.cpu_count() or 1
+    threads = max(run.config.train.torch_threads or cores for run in planned)
+    if min(jobs, len(planned)) * threads <= cores:
+        return None
+    return (
+        f"note: --jobs {jobs} runs of train.torch_threads={threads} each want more threads than "
+        f"this machine's {cores} cores; add --set train.torch_threads={max(1, cores // jobs)} "
+        "(or fewer --jobs) for shorter wall times"
+    )
 
 
 def _continue(previous: SweepResults, wanted: SweepResults, out: Path) -> SweepResults:

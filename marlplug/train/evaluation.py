@@ -1,5 +1,5 @@
-"""Periodic evaluation during training (``train.eval_every``, ``train.eval_episodes``): the current
-``theta`` acts with deterministic actions on fixed evaluation episodes of a separate env.
+"""Periodic evaluation during training (``train.eval_every``, ``train.eval_episodes``,
+``train.final_eval_episodes``): the current ``theta`` acts with deterministic actions on fixed evaluation episodes of a separate env.
 
 Evaluation leaves training exactly as it would be without it: it steps its own env (built by
 :func:`~marlplug.envs.evaluate.evaluation_env`, never the training env), acts through its own bound
@@ -51,11 +51,12 @@ def untouched_rng() -> Iterator[None]:
 class PeriodicEvaluation:
     """Evaluates ``theta`` every ``train.eval_every`` updates and after the last one.
 
-    The episodes are those of ``marlplug evaluate RUN_DIR --episodes train.eval_episodes`` (one env
-    copy, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with
-    ``--backend`` set to ``train.eval_backend`` where the run sets it), so the run's final
-    evaluation and that command agree. Where the scenario has a scripted policy, the random
-    and scripted references are measured once on the same episodes and every evaluation carries its
+    The episodes are those of ``marlplug evaluate RUN_DIR --episodes E`` (one env copy, evaluation
+    seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with ``--backend`` set to
+    ``train.eval_backend`` where the run sets it), E being ``train.eval_episodes``, or
+    ``train.final_eval_episodes`` after the last update, so the run's final evaluation and that
+    command agree. Where the scenario has a scripted policy, the random and scripted references are
+    measured once per episode count on the same episodes and every evaluation carries its
     oracle-normalized score.
 
     Args:
@@ -81,6 +82,7 @@ class PeriodicEvaluation:
     def __init__(self, config: MarlplugConfig, algorithm: Any) -> None:
         self.every = config.train.eval_every or 0
         self.episodes = config.train.eval_episodes
+        self.final_episodes = config.train.final_eval_episodes or self.episodes
         self.seed = DEFAULT_EVALUATION_SEED
         with untouched_rng():  # building networks and envs may draw from the global RNGs
             self.backend = config.train.eval_backend or config.env.backend
@@ -93,22 +95,18 @@ class PeriodicEvaluation:
                     f"(marlplug.algorithms.acting), so the run was not evaluated; set "
                     f"train.eval_every=0 to say so"
                 )
-            self.references = self._references(config)
+        self.scenario = config.env.name
+        self.options = json.dumps(config.env.options.model_dump(mode="json"), sort_keys=True)
 
-    def _references(self, config: MarlplugConfig) -> ReferenceReturns | None:
-        """The references of this env's evaluation episodes, measured once per process: they
-        depend only on the scenario, its options, the backend and the episodes."""
-        key = (
-            config.env.name,
-            self.backend,
-            json.dumps(config.env.options.model_dump(mode="json"), sort_keys=True),
-            self.episodes,
-            self.seed,
-        )
+    def references(self, episodes: int) -> ReferenceReturns | None:
+        """The references of this env's first ``episodes`` evaluation episodes, measured once per
+        process: they depend only on the scenario, its options, the backend and the episodes."""
+        key = (self.scenario, self.backend, self.options, episodes, self.seed)
         if key not in _REFERENCES:
-            _REFERENCES[key] = reference_returns(
-                self.env, config.env.name, episodes=self.episodes, seed=self.seed
-            )
+            with untouched_rng():
+                _REFERENCES[key] = reference_returns(
+                    self.env, self.scenario, episodes=episodes, seed=self.seed
+                )
         return _REFERENCES[key]
 
     @classmethod
@@ -130,8 +128,13 @@ class PeriodicEvaluation:
         """Whether to evaluate after ``update`` updates of a run of ``total``."""
         return self.every > 0 and (update % self.every == 0 or update == total)
 
-    def __call__(self, theta: torch.Tensor, *, update: int, frames: int) -> EvaluationPoint:
-        """Evaluate ``theta`` (every agent's rows) after ``update`` updates and ``frames`` frames."""
+    def __call__(
+        self, theta: torch.Tensor, *, update: int, frames: int, final: bool = False
+    ) -> EvaluationPoint:
+        """Evaluate ``theta`` (every agent's rows) after ``update`` updates and ``frames`` frames;
+        ``final``: the evaluation after the run's last update (``train.final_eval_episodes``)."""
+        episodes = self.final_episodes if final else self.episodes
+        references = self.references(episodes)
         with untouched_rng():
             policy = acting_policy(self.program, self.env, theta.clone())
             if policy is None:  # a ModuleActing program whose policy is unset
@@ -140,7 +143,7 @@ class PeriodicEvaluation:
                     "set train.eval_every=0"
                 )
             result = evaluate(
-                self.env, policy, episodes=self.episodes, seed=self.seed, deterministic=True
+                self.env, policy, episodes=episodes, seed=self.seed, deterministic=True
             )
         return EvaluationPoint(
             update=update,
@@ -148,7 +151,7 @@ class PeriodicEvaluation:
             mean=result.mean,
             std=result.std,
             episodes=result.episodes,
-            score=None if self.references is None else self.references.score(result.mean),
+            score=None if references is None else references.score(result.mean),
             backend=self.backend,
         )
 

@@ -405,7 +405,10 @@ class _Run:
         start = time.perf_counter()
         try:
             point = evaluation(
-                training.theta, update=training.iterations, frames=training.env_steps
+                training.theta,
+                update=training.iterations,
+                frames=training.env_steps,
+                final=training.iterations == end,
             )
         except UserError as error:  # e.g. episodes that never end: training goes on without it
             self.evaluation = None

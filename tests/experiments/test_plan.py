@@ -67,3 +67,20 @@ def test_list_valued_grid_compares_with_and_without_a_loss() -> None:
     )
     assert [[loss.name for loss in r.config.losses] for r in runs] == [[], ["redundancy"]]
     assert runs[1].configuration.folder == "losses=_name_redundancy"
+
+
+def test_runs_at_once_wanting_more_threads_than_cores_get_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from marlplug.cli.sweep import _oversubscription_note
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    two_threads = plan_runs(
+        None, name="d", seeds=[0, 1], overrides=["train.torch_threads=2"], grid=[]
+    )
+    note = _oversubscription_note(two_threads, jobs=2)
+    assert note is not None and "--set train.torch_threads=1" in note and "2 cores" in note
+    assert _oversubscription_note(two_threads, jobs=1) is None
+    assert _oversubscription_note(two_threads[:1], jobs=2) is None  # one run: nothing beside it
+    one_thread = plan_runs(None, name="d", seeds=[0, 1], overrides=[], grid=[])
+    assert _oversubscription_note(one_thread, jobs=2) is None

@@ -73,6 +73,18 @@ def test_evaluations_are_logged_drawn_and_summarized(tmp_path: Path) -> None:
     assert result.learning_curve.stat().st_size > 0
 
 
+def test_the_last_evaluation_takes_final_eval_episodes(tmp_path: Path) -> None:
+    overrides = ["train.eval_every=1", "train.eval_episodes=1", "train.final_eval_episodes=3"]
+    result = _train(tmp_path, "final", [*RUNS["ppo"], *overrides])
+    assert [point.episodes for point in result.evaluations] == [1, 1, 3]
+    final = result.final_evaluation
+    assert final is not None and final.score is not None
+    # The score is against the references of the same 3 episodes, which `marlplug evaluate
+    # --episodes 3` measures too.
+    same = _train(tmp_path, "three", [*RUNS["ppo"], "train.eval_every=3", "train.eval_episodes=3"])
+    assert same.final_evaluation == final
+
+
 def test_a_scenario_without_an_oracle_has_no_score(tmp_path: Path) -> None:
     overrides = [*RUNS["maddpg"], "env.name=keep_away", "train.eval_episodes=1"]
     result = _train(tmp_path, "keep", [item for item in overrides if item != "env.agents=2"])
