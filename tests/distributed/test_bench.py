@@ -11,37 +11,36 @@ import numpy as np
 import pytest
 import torch
 
-from marlplug.bench.coding import Setting, _warmed_up, measure_wall, round_work
+from marlplug.bench.coded_rounds import Setting, measure_wall, round_work, warmed_up
 from marlplug.bench.paper import check_targets, read_reference, shape_summary
 from marlplug.coding import RandomSparseCode
 from marlplug.distributed.learner import learner_compute, state_rows
 
-#: The columns that show where coding stops paying (see marlplug.bench.coding).
+#: The columns that show where coding stops paying (see marlplug.bench.coded_rounds).
 COST_COLUMNS = ("decode_s", "compute_s", "compute_per_agent_s", "round_over_uncoded_k0")
+
+
+def _bench_coding(
+    run_cli: Callable[..., object], *, agents: int, learners: int, minibatch: int, extra: list[str]
+) -> object:
+    """``marlplug bench coding`` on cooperative navigation, one round per setting."""
+    return run_cli(
+        "bench",
+        "coding",
+        *("--scenario", "cooperative_navigation", "--agents", str(agents)),
+        *("--learners", str(learners), "--rounds", "1", "--minibatch-size", str(minibatch)),
+        *extra,
+    )
 
 
 def test_bench_coding_json_rows(run_cli: Callable[..., object], tmp_path: Path) -> None:
     plot = tmp_path / "bars.png"
-    result = run_cli(
-        "bench",
-        "coding",
-        "--scenario",
-        "cooperative_navigation",
-        "--agents",
-        "3",
-        "--learners",
-        "5",
-        "--rounds",
-        "1",
-        "--minibatch-size",
-        "64",
-        "--code",
-        "uncoded",
-        "--code",
-        "mds",
-        "--plot",
-        str(plot),
-        "--json",
+    result = _bench_coding(
+        run_cli,
+        agents=3,
+        learners=5,
+        minibatch=64,
+        extra=["--code", "uncoded", "--code", "mds", "--plot", str(plot), "--json"],
     )
     assert result.exit_code == 0, result.err  # type: ignore[attr-defined]
     rows = json.loads(result.out)  # type: ignore[attr-defined]
@@ -62,21 +61,7 @@ def test_bench_coding_costs_at_a_small_size_take_the_path_of_m32_n48(
     run_cli: Callable[..., object],
 ) -> None:
     # M/N as at M=32, N=48 would be N=6; ldpc has no code at M=4, N=6, so N=8 keeps all five codes.
-    result = run_cli(
-        "bench",
-        "coding",
-        "--scenario",
-        "cooperative_navigation",
-        "--agents",
-        "4",
-        "--learners",
-        "8",
-        "--rounds",
-        "1",
-        "--minibatch-size",
-        "32",
-        "--json",
-    )
+    result = _bench_coding(run_cli, agents=4, learners=8, minibatch=32, extra=["--json"])
     assert result.exit_code == 0, result.err  # type: ignore[attr-defined]
     rows = json.loads(result.out)  # type: ignore[attr-defined]
     assert {(r["code"], r["stragglers"]) for r in rows} == {
@@ -102,22 +87,7 @@ def test_bench_coding_costs_at_a_small_size_take_the_path_of_m32_n48(
 def test_the_uncoded_baseline_is_measured_when_only_other_codes_run(
     run_cli: Callable[..., object],
 ) -> None:
-    result = run_cli(
-        "bench",
-        "coding",
-        "--scenario",
-        "cooperative_navigation",
-        "--agents",
-        "3",
-        "--learners",
-        "5",
-        "--rounds",
-        "1",
-        "--minibatch-size",
-        "32",
-        "--code",
-        "mds",
-    )
+    result = _bench_coding(run_cli, agents=3, learners=5, minibatch=32, extra=["--code", "mds"])
     assert result.exit_code == 0, result.err  # type: ignore[attr-defined]
     lines = result.out.splitlines()  # type: ignore[attr-defined]
     header = next(line for line in lines if "x uncoded k=0" in line)
@@ -129,7 +99,7 @@ def test_the_uncoded_baseline_is_measured_when_only_other_codes_run(
 
 
 def test_one_call_for_every_agent_gives_each_learner_its_answer() -> None:
-    warm = _warmed_up(
+    warm = warmed_up(
         Setting("cooperative_navigation", 3, (0,), 0.25, 0),
         "mpe",
         0,
