@@ -1,5 +1,6 @@
 """Periodic evaluation during training (``train.eval_every``, ``train.eval_episodes``,
-``train.final_eval_episodes``): the current ``theta`` acts with deterministic actions on fixed evaluation episodes of a separate env.
+``train.final_eval_episodes``): the current ``theta`` acts with deterministic actions on fixed
+evaluation episodes of a separate env.
 
 Evaluation leaves training exactly as it would be without it: it steps its own env (built by
 :func:`~marlplug.envs.evaluate.evaluation_env`, never the training env), acts through its own bound
