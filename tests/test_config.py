@@ -224,6 +224,7 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
         "max_nonfinite_steps",
         "eval_every",
         "eval_episodes",
+        "final_eval_episodes",
         "eval_backend",
     }
     with warnings.catch_warnings():

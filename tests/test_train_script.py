@@ -15,6 +15,7 @@ TINY = [
     "--set", "train.rollout_steps=25",
     "--set", "train.minibatch_size=50",
     "--set", "train.eval_episodes=2",
+    "--set", "train.final_eval_episodes=2",
     "--no-progress",
 ]  # fmt: skip
 
