@@ -36,14 +36,18 @@ ACTION_LOG_PROB = "action_log_prob"
 STATE_VALUE = "state_value"
 
 #: How the networks' weights are drawn: ``torch`` (``nn.Linear``'s uniform) or ``orthogonal``
-#: (MAPPO's: tanh gain 5/3 for hidden layers, 0.01 for the policy head, 1 for the value output).
+#: (MAPPO's: the activation's gain for hidden layers, 5/3 for tanh and sqrt(2) for relu; 0.01 for
+#: the policy head, 1 for the value output).
 WeightInit = Literal["torch", "orthogonal"]
 #: What each agent's critic reads: ``joint`` every agent's observation side by side (MAPPO as in
 #: TorchRL's tutorial; input ~M² wide in cooperative navigation), ``state`` the env's compact
 #: global state (:data:`marlplug.envs.state.STATE`, MAPPO's environment-provided state; ~M wide),
 #: ``local`` its own observation (IPPO).
 CriticInput = Literal["joint", "state", "local"]
-TANH_GAIN = 5 / 3
+#: The hidden layers' nonlinearity (encoder and critic): ``tanh`` (TorchRL's MAPPO tutorial,
+#: BenchMARL) or ``relu`` (the MAPPO paper's default; on a 2-core CPU far cheaper than tanh).
+Activation = Literal["tanh", "relu"]
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 POLICY_HEAD_GAIN = 0.01
 
 
@@ -74,6 +78,7 @@ class GroupActorCritic(nn.Module):
             statistics: PPO's rollout source updates both from every rollout).
         init: how the weights are drawn (:data:`WeightInit`); ``orthogonal`` starts the policy
             near uniform (its head's gain is 0.01).
+        activation: the nonlinearity of the encoder's and the critic's layers (:data:`Activation`).
 
     Examples:
         >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
@@ -102,6 +107,7 @@ class GroupActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
+        activation: Activation = "tanh",
     ) -> None:
         super().__init__()
         if critic == "state" and (state_dim is None or obs_norm):
@@ -116,12 +122,14 @@ class GroupActorCritic(nn.Module):
                 "categorical actions"
             )
         self.spec = spec
+        self.activation = activation
         group = spec.group
         encoder_mlp = StackedMLP(
             n_agents=spec.n_agents,
             in_features=spec.observation_dim,
             out_features=feature_dim,
             num_cells=[hidden_size],
+            activation=ACTIVATIONS[activation],
             activate_last_layer=True,
         )
         self.encoder = TensorDictModule(
@@ -182,6 +190,7 @@ class GroupActorCritic(nn.Module):
             in_features=state_dim if critic == "state" and state_dim else spec.observation_dim,
             out_features=1,
             num_cells=[hidden_size, hidden_size],
+            activation=ACTIVATIONS[activation],
             centralized=critic == "joint",
             shared_input=critic == "state",
         )
@@ -208,12 +217,13 @@ class GroupActorCritic(nn.Module):
 
     def _orthogonal_init(self, critic: StackedMLP) -> None:
         encoder = next(m for m in self.encoder.module.modules() if isinstance(m, StackedMLP))
-        encoder.orthogonal_(TANH_GAIN, last_gain=TANH_GAIN)  # its features pass through tanh too
+        gain = nn.init.calculate_gain(self.activation)
+        encoder.orthogonal_(gain, last_gain=gain)  # its features pass through the activation too
         head = self.policy_head.module
         head_linear = head[0] if isinstance(head, nn.Sequential) else head
         assert isinstance(head_linear, StackedLinear)
         head_linear.orthogonal_(POLICY_HEAD_GAIN)
-        critic.orthogonal_(TANH_GAIN, last_gain=1.0)
+        critic.orthogonal_(gain, last_gain=1.0)
 
 
 class JointActorCritic(nn.Module):
@@ -231,6 +241,7 @@ class JointActorCritic(nn.Module):
         value_norm: see :class:`GroupActorCritic`.
         obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
+        activation: see :class:`GroupActorCritic`.
 
     Examples:
         >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
@@ -250,6 +261,7 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
+        activation: Activation = "tanh",
     ) -> None:
         super().__init__()
         if not specs:
@@ -265,6 +277,7 @@ class JointActorCritic(nn.Module):
                     value_norm=value_norm,
                     obs_norm=obs_norm,
                     init=init,
+                    activation=activation,
                 )
                 for spec in specs
             }
@@ -282,6 +295,7 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
+        activation: Activation = "tanh",
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
         state critic is sized for the env's :data:`~marlplug.envs.state.STATE` (``make_env(...,
@@ -304,6 +318,7 @@ class JointActorCritic(nn.Module):
             value_norm=value_norm,
             obs_norm=obs_norm,
             init=init,
+            activation=activation,
         )
 
     def _group_nets(self) -> list[GroupActorCritic]:

@@ -149,3 +149,29 @@ def test_orthogonal_init_starts_near_uniform_with_orthogonal_agent_rows(value_no
         assert torch.equal(mine, same)
         if mine.requires_grad:  # the value-norm statistics are no weights: equal under both inits
             assert not torch.equal(mine, other)
+
+
+def test_relu_activation_reaches_every_hidden_layer_and_its_orthogonal_gain() -> None:
+    spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=6, n_actions=5)
+    torch.manual_seed(0)
+    model = JointActorCritic([spec], hidden_size=16, feature_dim=8, activation="relu",
+                             init="orthogonal")  # fmt: skip
+    nets = model.groups["agent"]
+    kinds = {type(m) for m in nets.modules() if isinstance(m, (torch.nn.Tanh, torch.nn.ReLU))}
+    assert kinds == {torch.nn.ReLU}
+    encoder = next(m for m in nets.encoder.module.modules() if isinstance(m, StackedMLP))
+    first = encoder.layers[0].weight[0]  # [6, 16]: orthogonal rows of norm sqrt(2)
+    assert torch.allclose(first @ first.T, 2.0 * torch.eye(6), atol=1e-5)
+    td = TensorDict({("agent", "observation"): torch.randn(4, 2, 6)}, batch_size=[4])
+    nets.actor(td)
+    assert bool((td["agent", "features"] >= 0).all())  # ReLU features, as aux losses see them
+    # tanh stays the default, with MAPPO's 5/3 gain.
+    torch.manual_seed(0)
+    default = JointActorCritic([spec], hidden_size=16, feature_dim=8, init="orthogonal")
+    kinds = {type(m) for m in default.modules() if isinstance(m, (torch.nn.Tanh, torch.nn.ReLU))}
+    assert kinds == {torch.nn.Tanh}
+    encoder = next(
+        m for m in default.groups["agent"].encoder.module.modules() if isinstance(m, StackedMLP)
+    )
+    first = encoder.layers[0].weight[0]
+    assert torch.allclose(first @ first.T, (5 / 3) ** 2 * torch.eye(6), atol=1e-5)
