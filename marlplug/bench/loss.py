@@ -34,7 +34,7 @@ from marlplug.losses.redundancy import (
     standardize_columns,
 )
 from marlplug.nn import GroupSpec, JointActorCritic
-from marlplug.nn.actor_critic import CriticInput
+from marlplug.nn.actor_critic import ACTIVATIONS, Activation, CriticInput
 from marlplug.runs.reporting import stderr_progress
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
@@ -147,11 +147,16 @@ def with_gemm_floor(row: dict[str, float], rate_gflops: float) -> dict[str, floa
 
 
 def model_and_batch(
-    n_agents: int, *, rows: int, hidden: int, critic: CriticInput
+    n_agents: int,
+    *,
+    rows: int,
+    hidden: int,
+    critic: CriticInput,
+    activation: Activation = "tanh",
 ) -> tuple[JointActorCritic, TensorDict]:
-    """The joint side's networks (one group of ``n_agents``, critics reading ``critic``) and one
-    random minibatch of ``rows`` rows with everything the loss reads (a ``"state"`` ``[rows,
-    6·M]`` with ``critic="state"``).
+    """The joint side's networks (one group of ``n_agents``, critics reading ``critic``, hidden
+    layers through ``activation``) and one random minibatch of ``rows`` rows with everything the
+    loss reads (a ``"state"`` ``[rows, 6·M]`` with ``critic="state"``).
 
     >>> model, batch = model_and_batch(2, rows=3, hidden=4, critic="state")
     >>> batch["state"].shape, batch["agent", "state_value"].shape
@@ -170,6 +175,7 @@ def model_and_batch(
         feature_dim=hidden,
         critic=critic,
         state_dim=state_dim(n_agents) if critic == "state" else None,
+        activation=activation,
     )
     td = TensorDict(
         {("agent", "observation"): torch.randn(rows, n_agents, OBSERVATION_DIM)}, batch_size=[rows]
@@ -192,7 +198,10 @@ SEPARATE_CRITIC_KEY: dict[CriticInput, str] = {
 }
 
 
-def _separate_losses(n_agents: int, hidden: int, critic: CriticInput) -> list[ClipPPOLoss]:
+def _separate_losses(
+    n_agents: int, hidden: int, critic: CriticInput, activation: Activation
+) -> list[ClipPPOLoss]:
+    nonlinearity = ACTIVATIONS[activation]
     critic_width = {
         "joint": OBSERVATION_DIM * n_agents,
         "state": state_dim(n_agents),
@@ -202,9 +211,9 @@ def _separate_losses(n_agents: int, hidden: int, critic: CriticInput) -> list[Cl
     for _ in range(n_agents):
         actor_net = nn.Sequential(
             nn.Linear(OBSERVATION_DIM, hidden),
-            nn.Tanh(),
+            nonlinearity(),
             nn.Linear(hidden, hidden),
-            nn.Tanh(),
+            nonlinearity(),
             nn.Linear(hidden, N_ACTIONS),
         )
         actor = ProbabilisticActor(
@@ -216,9 +225,9 @@ def _separate_losses(n_agents: int, hidden: int, critic: CriticInput) -> list[Cl
         )
         critic_net = nn.Sequential(
             nn.Linear(critic_width, hidden),
-            nn.Tanh(),
+            nonlinearity(),
             nn.Linear(hidden, hidden),
-            nn.Tanh(),
+            nonlinearity(),
             nn.Linear(hidden, 1),
         )
         critic_module = TensorDictModule(
@@ -284,6 +293,7 @@ def measure(
     hidden: int = 64,
     repeats: int = 10,
     critic: CriticInput = "joint",
+    activation: Activation = "tanh",
     after_round: Callable[[], None] | None = None,
 ) -> dict[str, float]:
     """One row of the benchmark: timings (ms) for ``n_agents`` agents whose critics read ``critic``,
@@ -292,11 +302,13 @@ def measure(
     one-unit output layer, a row-wise dot product). ``after_round`` is called after each of the
     ``repeats`` timed rounds."""
     torch.manual_seed(0)
-    model, batch = model_and_batch(n_agents, rows=rows, hidden=hidden, critic=critic)
+    model, batch = model_and_batch(
+        n_agents, rows=rows, hidden=hidden, critic=critic, activation=activation
+    )
     joint_step = joint_update(model, batch)
     gemm_gflop = gemm_flops(joint_step) / 1e9
 
-    separate = _separate_losses(n_agents, hidden, critic)
+    separate = _separate_losses(n_agents, hidden, critic, activation)
     agent_batches = per_agent_batches(batch)
     # The same fused Adam kernel the joint side's AgentAdam uses.
     separate_optimizer = torch.optim.Adam(
@@ -395,6 +407,13 @@ def measure(
     help="What every critic reads: all observations (joint), a global state 6·M wide (state), "
     "its own observation (local).",
 )
+@click.option(
+    "--activation",
+    type=click.Choice(get_args(Activation)),
+    default="tanh",
+    show_default=True,
+    help="The hidden layers' nonlinearity on both sides (PPO's algorithm.activation).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
 def loss(
     agent_counts: tuple[int, ...],
@@ -403,6 +422,7 @@ def loss(
     repeats: int,
     threads: int,
     critic: CriticInput,
+    activation: Activation,
     as_json: bool,
 ) -> None:
     """JointPPOLoss vs M separate ClipPPOLoss and its GEMM floor; the redundancy penalty's cost.
@@ -420,15 +440,24 @@ def loss(
                 hidden=hidden,
                 repeats=repeats,
                 critic=critic,
+                activation=activation,
                 after_round=progress.advance,
             )
-            results.append({**with_gemm_floor(row, rate), "critic": critic, "threads": threads})
+            results.append(
+                {
+                    **with_gemm_floor(row, rate),
+                    "critic": critic,
+                    "activation": activation,
+                    "threads": threads,
+                }
+            )
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
     gemm = "x".join(map(str, GEMM_SHAPE))
     click.echo(
-        f"B={rows}, hidden={hidden}, critic={critic}, torch threads={threads}, medians of {repeats}"
+        f"B={rows}, hidden={hidden}, critic={critic}, activation={activation}, "
+        f"torch threads={threads}, medians of {repeats}"
         f" (ms); fp32 GEMM {gemm}: {rate:.1f} GFLOP/s"
     )
     columns = {

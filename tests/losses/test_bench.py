@@ -101,7 +101,22 @@ def test_bench_loss_state_critic_json(run_cli: Callable[..., Any]) -> None:
     assert result.exit_code == 0, result.err
     (row,) = json.loads(result.out)
     assert row["critic"] == "state" and row["agents"] == 2
+    assert row["activation"] == "tanh"
     _assert_gemm_floor(row)
+
+
+def test_bench_loss_relu_runs_relu_on_both_sides(run_cli: Callable[..., Any]) -> None:
+    result = run_cli(
+        "bench", "loss", "--json", "--activation", "relu", "--agents", "2", "--rows", "16",
+        "--hidden", "8", "--repeats", "1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.err
+    (row,) = json.loads(result.out)
+    assert row["activation"] == "relu"
+    _assert_gemm_floor(row)
+    model, _ = model_and_batch(2, rows=4, hidden=8, critic="joint", activation="relu")
+    kinds = {type(m) for m in model.modules() if isinstance(m, (torch.nn.Tanh, torch.nn.ReLU))}
+    assert kinds == {torch.nn.ReLU}
 
 
 @pytest.mark.parametrize("critic", CRITICS)
