@@ -47,7 +47,7 @@ CriticInput = Literal["joint", "state", "local"]
 #: The hidden layers' nonlinearity (encoder and critic): ``tanh`` (TorchRL's MAPPO tutorial,
 #: BenchMARL) or ``relu`` (the MAPPO paper's default; on a 2-core CPU far cheaper than tanh).
 Activation = Literal["tanh", "relu"]
-ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+ACTIVATIONS: dict[Activation, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 POLICY_HEAD_GAIN = 0.01
 
 
