@@ -83,6 +83,8 @@ def adam_(
     """
     per_tensor = [steps] * len(params) if isinstance(steps, torch.Tensor) else list(steps)
     run_params, run_grads, run_avgs, run_sqs, run_steps = [], [], [], [], []
+    # One shared count (the usual case) has one set of runs: found once, not once per tensor.
+    runs_of: dict[int, list[tuple[int, int]]] = {}
     for param, grad, avg, sq, count in zip(
         params, grads, exp_avgs, exp_avg_sqs, per_tensor, strict=True
     ):
@@ -100,7 +102,9 @@ def adam_(
                 f"per-agent Adam: the active mask has shape {tuple(mask.shape)}; the parameter "
                 f"has {param.shape[0]} agents"
             )
-        for start, stop in lockstep_runs(mask, count):
+        if id(count) not in runs_of:
+            runs_of[id(count)] = lockstep_runs(mask, count)
+        for start, stop in runs_of[id(count)]:
             run_params.append(param[start:stop])
             run_grads.append(grad[start:stop])
             run_avgs.append(avg[start:stop])
