@@ -372,10 +372,12 @@ class PpoProgram:
         if rows.numel():
             theta_rows = new_theta[rows]
             opt_out = new_opt[rows]
-            self._pack(group, [p[finite] for p in new_params], theta_rows)
-            self._pack(group, [m[finite] for m in new_avgs], opt_out)
-            self._pack(group, [v[finite] for v in new_sqs], opt_out[:, self.theta_size :])
-            opt_out[:, -1] = new_steps[finite]
+            # Every agent finite (the usual case): the tensors as they are, no masked copies.
+            keep = (lambda t: t) if bool(finite.all()) else (lambda t: t[finite])
+            self._pack(group, [keep(p) for p in new_params], theta_rows)
+            self._pack(group, [keep(m) for m in new_avgs], opt_out)
+            self._pack(group, [keep(v) for v in new_sqs], opt_out[:, self.theta_size :])
+            opt_out[:, -1] = keep(new_steps)
             new_theta[rows] = theta_rows
             new_opt[rows] = opt_out
         return norms, finite
