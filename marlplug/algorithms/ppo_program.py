@@ -51,7 +51,8 @@ def seeded(seed: int | None) -> Iterator[None]:
         return
     with torch.random.fork_rng(devices=[]):
         # The CPU generator alone, the one fork_rng restores: torch.manual_seed would also queue
-        # a lazy CUDA seeding with a formatted stack (~1 ms a minibatch) that nothing restores.
+        # a lazy seeding of every GPU backend, formatting a stack trace each time (over a
+        # millisecond a minibatch in a profile), that nothing restores.
         torch.default_generator.manual_seed(seed)
         yield
 

@@ -45,7 +45,7 @@ WeightInit = Literal["torch", "orthogonal"]
 #: ``local`` its own observation (IPPO).
 CriticInput = Literal["joint", "state", "local"]
 #: The hidden layers' nonlinearity (encoder and critic): ``tanh`` (TorchRL's MAPPO tutorial,
-#: BenchMARL) or ``relu`` (the MAPPO paper's default; on a 2-core CPU far cheaper than tanh).
+#: BenchMARL) or ``relu`` (the MAPPO paper's default; on a CPU a fraction of tanh's cost per call).
 Activation = Literal["tanh", "relu"]
 ACTIVATIONS: dict[Activation, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 POLICY_HEAD_GAIN = 0.01
