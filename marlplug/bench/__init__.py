@@ -3,7 +3,8 @@
 One module per command: :mod:`~marlplug.bench.coding` (``bench coding``: the paper's coded-training
 experiment; :mod:`~marlplug.bench.coded_rounds` measures its rounds; :mod:`~marlplug.bench.paper`
 holds the paper's numbers, shipped in ``bench/data/``, and the comparison with them), :mod:`~marlplug.bench.decode` (``bench decode``),
-:mod:`~marlplug.bench.envs`, :mod:`~marlplug.bench.loss`, :mod:`~marlplug.bench.train`; and
+:mod:`~marlplug.bench.envs`, :mod:`~marlplug.bench.loss` (its GEMM floor in
+:mod:`~marlplug.bench.gemm_floor`), :mod:`~marlplug.bench.train`; and
 :mod:`~marlplug.bench.parity` (coded vs centralized learning curves, ``python -m``). The commands are
 registered lazily in :mod:`marlplug.cli.bench`.
 """

@@ -2,8 +2,8 @@
 
 (a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
 (b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product;
-(c) the joint step's GEMM floor: its matrix-product FLOPs (counted by torch's ``FlopCounterMode``) at
-the fp32 GEMM rate measured once per run at the same thread count, and the step's time over it.
+(c) the joint step's GEMM floor (:mod:`marlplug.bench.gemm_floor`): its matrix-product FLOPs at the
+fp32 GEMM rate measured once per run at the same thread count, and the step's time over it.
 All implementations of one row are timed in interleaved rounds (medians), so load changes hit them alike.
 On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 """
@@ -11,8 +11,6 @@ On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import get_args
 
@@ -22,11 +20,18 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
-from torch.utils.flop_counter import FlopCounterMode
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import ClipPPOLoss
 
 from marlplug.algorithms.ppo import PPO
+from marlplug.bench.gemm_floor import (
+    GEMM_SHAPE,
+    gemm_flops,
+    gemm_rate_gflops,
+    interleaved_median_ms,
+    significant,
+    with_gemm_floor,
+)
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.redundancy import (
     redundancy_all_pairs,
@@ -38,11 +43,6 @@ from marlplug.nn.actor_critic import ACTIVATIONS, Activation, CriticInput
 from marlplug.runs.reporting import stderr_progress
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
-#: The ops :func:`gemm_flops` counts: matrix products (FlopCounterMode also counts convolutions and
-#: attention, which these networks do not run).
-MATRIX_PRODUCTS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm")
-#: The GEMM whose rate sets the floor: ``[1000, 2048] @ [2048, 1000]`` in fp32.
-GEMM_SHAPE = (1000, 2048, 1000)
 
 
 def state_dim(n_agents: int) -> int:
@@ -55,32 +55,6 @@ def state_dim(n_agents: int) -> int:
     return 6 * n_agents
 
 
-def interleaved_median_ms(
-    functions: dict[str, Callable[[], object]],
-    *,
-    repeats: int,
-    warmup: int = 2,
-    after_round: Callable[[], None] | None = None,
-) -> dict[str, float]:
-    """Median wall time (ms) of each function, timed in interleaved rounds.
-
-    Every round runs each function once, so a change in machine load hits all of them alike.
-    ``after_round`` is called after each timed round, outside the timings (e.g. a progress bar).
-    """
-    for _ in range(warmup):
-        for function in functions.values():
-            function()
-    times: dict[str, list[float]] = {name: [] for name in functions}
-    for _ in range(repeats):
-        for name, function in functions.items():
-            start = time.perf_counter()
-            function()
-            times[name].append((time.perf_counter() - start) * 1e3)
-        if after_round is not None:
-            after_round()
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
     """The issue's floor: ``‖G‖_F²`` of one Gram product of the concatenated standardized features,
     in the cheaper orientation (``‖YᵀY‖_F = ‖YYᵀ‖_F``), timed with autograd's backward.
@@ -91,59 +65,6 @@ def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
     rows, columns = standardized.shape
     gram = standardized.T @ standardized if columns <= rows else standardized @ standardized.T
     return gram.square().sum()
-
-
-def gemm_flops(function: Callable[[], object]) -> int:
-    """The FLOPs (2 per multiply-add) of the matrix products (:data:`MATRIX_PRODUCTS`) that one call
-    of ``function`` runs, forward and backward, as torch's ``FlopCounterMode`` counts them.
-
-    Elementwise ops, reductions and the optimizer's update are not matrix products and not counted.
-
-    >>> gemm_flops(lambda: torch.ones(4, 3) @ torch.ones(3, 2))  # 2 * 4 * 3 * 2
-    48
-    """
-    with FlopCounterMode(display=False) as counter:
-        function()
-    counts = counter.get_flop_counts().get("Global", {})
-    return sum(count for op, count in counts.items() if str(op) in MATRIX_PRODUCTS)
-
-
-def gemm_rate_gflops(shape: tuple[int, int, int] = GEMM_SHAPE, *, repeats: int = 5) -> float:
-    """The machine's fp32 GEMM rate (GFLOP/s) at torch's current thread count: ``2·m·k·n`` FLOPs of
-    an ``[m, k] @ [k, n]`` product over its median time in ``repeats`` runs.
-
-    >>> gemm_rate_gflops((8, 8, 8), repeats=1) > 0
-    True
-    """
-    m, k, n = shape
-    left, right = torch.randn(m, k), torch.randn(k, n)
-    ms = interleaved_median_ms({"gemm": lambda: left @ right}, repeats=repeats, warmup=1)["gemm"]
-    return 2 * m * k * n / (ms * 1e-3) / 1e9
-
-
-def significant(value: float, digits: int = 4) -> float:
-    """``value`` rounded to ``digits`` significant digits (FLOP counts span 1e-5 to 10 GFLOP).
-
-    >>> significant(0.000089612), significant(1234.56)
-    (8.961e-05, 1235.0)
-    """
-    return float(f"{value:.{digits}g}")
-
-
-def with_gemm_floor(row: dict[str, float], rate_gflops: float) -> dict[str, float]:
-    """``row`` (with ``joint_ms`` and ``gemm_gflop``) plus the GEMM floor: ``gemm_floor_ms``, the
-    step's matrix FLOPs at ``rate_gflops`` GFLOP/s, and ``step_over_floor``, the step's time over it.
-
-    >>> with_gemm_floor({"joint_ms": 3.0, "gemm_gflop": 0.1}, 50.0)
-    {'joint_ms': 3.0, 'gemm_gflop': 0.1, 'gemm_gflops_rate': 50.0, 'gemm_floor_ms': 2.0, 'step_over_floor': 1.5}
-    """
-    floor_ms = row["gemm_gflop"] / rate_gflops * 1e3
-    return {
-        **row,
-        "gemm_gflops_rate": significant(rate_gflops),
-        "gemm_floor_ms": significant(floor_ms),
-        "step_over_floor": significant(row["joint_ms"] / floor_ms),
-    }
 
 
 def model_and_batch(

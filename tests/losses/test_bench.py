@@ -10,17 +10,15 @@ from typing import Any
 import pytest
 import torch
 
+from marlplug.bench.gemm_floor import gemm_flops, gemm_rate_gflops, with_gemm_floor
 from marlplug.bench.loss import (
     N_ACTIONS,
     OBSERVATION_DIM,
-    gemm_flops,
-    gemm_rate_gflops,
     gram_floor,
     joint_update,
     measure,
     model_and_batch,
     state_dim,
-    with_gemm_floor,
 )
 from marlplug.losses.redundancy import (
     mean_abs_correlation,
