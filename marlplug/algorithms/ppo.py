@@ -57,6 +57,8 @@ class PPO:
             update to this over the run's updates (``None``: constant ``ent_coef``).
         init: how the networks' weights are drawn (:data:`~marlplug.nn.actor_critic.WeightInit`).
         activation: the hidden layers' nonlinearity (:data:`~marlplug.nn.actor_critic.Activation`).
+        share_params: one policy and one critic per group (every agent's rows start equal and
+            step with the group's mean gradient).
 
     Examples:
         >>> PPO(hidden_size=32).hidden_size
@@ -106,6 +108,14 @@ class PPO:
             "tanh",
             description="Nonlinearity of the encoder's and the critic's hidden layers: tanh "
             "(TorchRL's MAPPO tutorial) or relu (the MAPPO paper's; cheaper on a CPU).",
+        )
+        share_params: bool = Field(
+            False,
+            description="One policy and one critic per agent group (parameter sharing, as "
+            "BenchMARL's share_policy_params): every agent's rows start as agent 0's and step with "
+            "the group's mean gradient, so each agent learns from every agent's samples "
+            "(obs_norm's and value_norm's running statistics stay per agent). Same cost per step; "
+            "works with coded training.",
         )
 
         @model_validator(mode="before")
@@ -176,6 +186,7 @@ class PPO:
         ent_coef_final: float | None = None,
         init: WeightInit = "torch",
         activation: Activation = "tanh",
+        share_params: bool = False,
         **loss_settings: Any,
     ) -> None:
         #: The PPO loss terms (``clip_range``, ``vf_coef``, ...): a :class:`PPOLossOptions`.
@@ -189,6 +200,7 @@ class PPO:
         self.ent_coef_final = ent_coef_final
         self.init = init
         self.activation = activation
+        self.share_params = share_params
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
@@ -201,6 +213,7 @@ class PPO:
             obs_norm=self.obs_norm,
             init=self.init,
             activation=self.activation,
+            share_params=self.share_params,
         )
 
     def make_optimizer(self, loss: JointPPOLoss, *, lr: float) -> AgentAdam:
@@ -230,6 +243,7 @@ class PPO:
             adam=AdamSettings(lr=lr, eps=self.adam_eps),
             networks=None if env is None else networks,
             policy=policy,
+            share_params=self.share_params,
         )
 
     def build_loss(
@@ -321,5 +335,11 @@ class PPO:
             seed: seeds torch's RNG for the loss computation (stochastic aux losses).
         """
         return step_modules(
-            loss, optimizer, batch, max_grad_norm=max_grad_norm, frozen=frozen, seed=seed
+            loss,
+            optimizer,
+            batch,
+            max_grad_norm=max_grad_norm,
+            frozen=frozen,
+            seed=seed,
+            share_params=self.share_params,
         )

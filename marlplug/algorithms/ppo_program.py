@@ -99,6 +99,12 @@ class PpoProgram:
         adam: Adam's learning rate, betas and eps.
         networks: builds fresh actors and critics for :meth:`init_state` (``None``: refused).
         policy: the module that acts with the loss's actors (for rollouts).
+        share_params: every agent of a group steps with the group's mean gradient, so rows that
+            start equal (:class:`~marlplug.nn.actor_critic.GroupActorCritic`'s ``share_params``)
+            stay equal (bit for bit here; a coded round adds its decoding's round-off): one
+            policy and one critic per group, each agent still in its own row (coded training
+            splits rows by agent; every learner has the whole group's gradient, since the
+            loss's one backward covers every agent).
 
     Parameters shared between agents (``MultiAgentMLP(share_params=True)``) have no per-agent row:
     they are refused (train them with :func:`~marlplug.algorithms.ppo_step.step_modules`).
@@ -121,8 +127,10 @@ class PpoProgram:
         adam: AdamSettings,
         networks: NetworkFactory | None = None,
         policy: Any = None,
+        share_params: bool = False,
     ) -> None:
         self.loss = loss
+        self.share_params = share_params
         #: The module that acts with the loss's actors (what :class:`PpoRollouts` collects with).
         self.policy = policy
         self.max_grad_norm = max_grad_norm
@@ -308,6 +316,8 @@ class PpoProgram:
                     strict=True,
                 )
             ]
+            if self.share_params:
+                group_grads = group_mean_gradients(group_grads)
             group_leaves = leaves[position : position + count]
             position += count
             mine = ((index >= group.first) & (index < group.first + group.n_agents)).nonzero()
@@ -382,6 +392,17 @@ class PpoProgram:
             new_theta[rows] = theta_rows
             new_opt[rows] = opt_out
         return norms, finite
+
+
+def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Every agent's gradient replaced by the group's mean (agent first): what keeps shared
+    parameters, held as equal per-agent rows, equal after a step.
+
+    Examples:
+        >>> group_mean_gradients([torch.tensor([[1.0, 2.0], [3.0, 6.0]])])[0].tolist()
+        [[2.0, 4.0], [2.0, 4.0]]
+    """
+    return [grad.mean(dim=0, keepdim=True).expand_as(grad).contiguous() for grad in grads]
 
 
 #: Per-agent terms of the joint PPO loss (under each group's key), checked for non-finite values.

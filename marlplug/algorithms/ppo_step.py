@@ -15,7 +15,7 @@ from tensordict import TensorDictBase
 
 from marlplug.algorithms.ppo_iteration import LR, observation_stats, scheduled
 from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import forward_backward
+from marlplug.algorithms.ppo_program import forward_backward, group_mean_gradients
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.obs_norm import observation_normalizers
@@ -50,6 +50,7 @@ def step_modules(
     max_grad_norm: float,
     frozen: Collection[int] = (),
     seed: int | None = None,
+    share_params: bool = False,
 ) -> UpdateStepResult:
     """:meth:`~marlplug.algorithms.ppo_program.PpoProgram.update` for every agent on the loss's own parameters, in place.
 
@@ -57,6 +58,8 @@ def step_modules(
     an :class:`AgentAdam` (what the joint trainer and TorchRL users hold). It also handles what rows
     cannot: shared parameters (their own clipping budget, stepped only when the whole group steps)
     and ``frozen`` agents (global indices; their parameters and Adam state do not move).
+    ``share_params``: every agent of a group steps with the group's mean gradient (the program's
+    rule).
 
     What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`) is
     used as the program uses it: the observation statistics are written into the loss's
@@ -67,6 +70,11 @@ def step_modules(
     optimizer.zero_grad(set_to_none=True)
     losses, total = forward_backward(loss, batch, seed)
     total.backward()
+    if share_params:
+        for group in groups:
+            grads = [param.grad for param in group.params if param.grad is not None]
+            for grad, mean in zip(grads, group_mean_gradients(grads), strict=True):
+                grad.copy_(mean)
     norms, finite = clip_grad_norm_per_agent_(groups, max_grad_norm)
     active = finite.clone()
     for agent in frozen:

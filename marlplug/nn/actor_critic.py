@@ -79,6 +79,10 @@ class GroupActorCritic(nn.Module):
         init: how the weights are drawn (:data:`WeightInit`); ``orthogonal`` starts the policy
             near uniform (its head's gain is 0.01).
         activation: the nonlinearity of the encoder's and the critic's layers (:data:`Activation`).
+        share_params: every agent of the group starts with agent 0's weights (a policy and a
+            critic shared by the group, as BenchMARL's ``share_policy_params``); trainers keep
+            them equal by stepping every agent with the group's mean gradient
+            (:class:`~marlplug.algorithms.ppo_program.PpoProgram`).
 
     Examples:
         >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
@@ -108,6 +112,7 @@ class GroupActorCritic(nn.Module):
         obs_norm: bool = False,
         init: WeightInit = "torch",
         activation: Activation = "tanh",
+        share_params: bool = False,
     ) -> None:
         super().__init__()
         if critic == "state" and (state_dim is None or obs_norm):
@@ -204,6 +209,15 @@ class GroupActorCritic(nn.Module):
             in_keys=[STATE if critic == "state" else (group, OBSERVATION)],
             out_keys=[(group, STATE_VALUE)],
         )
+        if share_params:
+            self._share_first_agents_weights()
+
+    def _share_first_agents_weights(self) -> None:
+        """Every agent's slice of every parameter (agent first, as the per-agent trainers read
+        them) set to agent 0's."""
+        with torch.no_grad():
+            for param in self.parameters():
+                param.copy_(param[:1].expand_as(param))
 
     def _with_obs_norm(self, network: nn.Module, obs_norm: bool) -> nn.Module:
         """``network`` reading standardized observations when ``obs_norm`` is on (its own
@@ -242,6 +256,7 @@ class JointActorCritic(nn.Module):
         obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
         activation: see :class:`GroupActorCritic`.
+        share_params: see :class:`GroupActorCritic`.
 
     Examples:
         >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
@@ -262,6 +277,7 @@ class JointActorCritic(nn.Module):
         obs_norm: bool = False,
         init: WeightInit = "torch",
         activation: Activation = "tanh",
+        share_params: bool = False,
     ) -> None:
         super().__init__()
         if not specs:
@@ -278,6 +294,7 @@ class JointActorCritic(nn.Module):
                     obs_norm=obs_norm,
                     init=init,
                     activation=activation,
+                    share_params=share_params,
                 )
                 for spec in specs
             }
@@ -296,6 +313,7 @@ class JointActorCritic(nn.Module):
         obs_norm: bool = False,
         init: WeightInit = "torch",
         activation: Activation = "tanh",
+        share_params: bool = False,
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
         state critic is sized for the env's :data:`~marlplug.envs.state.STATE` (``make_env(...,
@@ -319,6 +337,7 @@ class JointActorCritic(nn.Module):
             obs_norm=obs_norm,
             init=init,
             activation=activation,
+            share_params=share_params,
         )
 
     def _group_nets(self) -> list[GroupActorCritic]:

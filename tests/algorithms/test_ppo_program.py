@@ -96,6 +96,37 @@ def test_rows_written_back_are_the_same_rows() -> None:
     assert torch.equal(again[0], theta * 2.0) and torch.equal(again[1], opt_state)
 
 
+def _group_rows_equal(program: PpoProgram, theta: torch.Tensor) -> bool:
+    return all(
+        torch.equal(row, theta[group.first])
+        for group in program.groups
+        for row in theta[group.first : group.first + group.n_agents]
+    )
+
+
+def test_shared_params_keep_every_agents_rows_equal_and_step_as_update_step() -> None:
+    model = make_model(GROUPS, share_params=True)
+    loss = make_loss(model, aux_losses={"redundancy": RedundancyLoss(coef=0.5)})
+    ppo = PPO(share_params=True)
+    optimizer = ppo.make_optimizer(loss, lr=1e-2)
+    program = ppo.program(loss, lr=1e-2, max_grad_norm=0.5)
+    theta, opt_state = program.rows(optimizer)
+    assert _group_rows_equal(program, theta)
+    batch = make_batch(model)
+    out = program.update(theta, opt_state, batch, list(range(5)), seed=7)
+    result = ppo.update_step(loss, optimizer, batch, max_grad_norm=0.5, seed=7)
+    assert _group_rows_equal(program, out.theta) and _group_rows_equal(program, out.opt_state)
+    assert not torch.equal(out.theta, theta)
+    # The agents' own gradients differ (each reads its own observations); the step used their mean.
+    assert len(set(out.stats["grad_norm"][:2].tolist())) == 1
+    assert torch.equal(out.theta, program.rows(optimizer)[0])
+    assert torch.equal(out.stats["grad_norm"], result.grad_norms)
+    unshared = PPO().program(loss, lr=1e-2, max_grad_norm=0.5)
+    assert not _group_rows_equal(
+        unshared, unshared.update(theta, opt_state, batch, list(range(5)), seed=7).theta
+    )
+
+
 def test_shared_parameters_are_refused_in_one_line() -> None:
     policy, _ = tutorial_networks(share_params=False)
     _, critic = tutorial_networks(share_params=True)

@@ -54,8 +54,13 @@ PPO_OPTIONS = [
 
 @pytest.mark.parametrize(
     "options",
-    [[], PPO_OPTIONS, ["algorithm.critic=state"]],
-    ids=["defaults", "schedules-obs-norm", "state-critic"],
+    [
+        [],
+        PPO_OPTIONS,
+        ["algorithm.critic=state"],
+        ["algorithm.share_params=true", "algorithm.value_norm=false"],
+    ],
+    ids=["defaults", "schedules-obs-norm", "state-critic", "shared-params"],
 )
 def test_coded_ppo_matches_centralized_ppo_after_two_updates(
     tmp_path: Path, options: list[str]
@@ -69,6 +74,10 @@ def test_coded_ppo_matches_centralized_ppo_after_two_updates(
     assert sum(log.rounds for log in coded.iterations) == 4
     assert _relative(coded.theta, centralized.theta) <= 1e-6
     assert _relative(coded.opt_state, centralized.opt_state) <= 1e-6
+    if "algorithm.share_params=true" in options:  # one policy: every agent's rows equal
+        assert all(torch.equal(row, centralized.theta[0]) for row in centralized.theta)
+        # Decoding adds its round-off, agent by agent.
+        assert all(_relative(row, coded.theta[0]) <= 1e-6 for row in coded.theta)
     for ours, theirs in zip(coded.iterations, centralized.iterations, strict=True):
         for name in ("agent_0/grad_norm", "loss_objective"):
             assert abs(ours.stats[name] - theirs.stats[name]) <= 1e-4 * (

@@ -22,6 +22,7 @@ def make_model(
     critic: CriticInput = "joint",
     value_norm: bool = False,
     obs_norm: bool = False,
+    share_params: bool = False,
 ) -> JointActorCritic:
     torch.manual_seed(seed)
     specs = [
@@ -40,6 +41,7 @@ def make_model(
         critic=critic,
         value_norm=value_norm,
         obs_norm=obs_norm,
+        share_params=share_params,
     )
 
 
