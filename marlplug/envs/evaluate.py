@@ -130,6 +130,17 @@ def reference_returns(
         >>> reference_returns(make_env("keep_away"), "keep_away", episodes=2, seed=0) is None
         True
     """
+    returns = reference_episode_returns(env, scenario, episodes=episodes, seed=seed)
+    return None if returns is None else references_of_first(returns, episodes)
+
+
+def reference_episode_returns(
+    env: EnvBase, scenario: str, *, episodes: int, seed: int
+) -> dict[str, list[float]] | None:
+    """Per reference policy (``random``, ``scripted``), the team return of each evaluation episode
+    ``(episodes, seed)`` on ``env`` (``None`` as in :func:`reference_returns`). Episode ``r`` is
+    the same whatever the count, so the first ``n`` of them are the references of ``n`` episodes
+    (:func:`references_of_first`)."""
     if scenario not in SCRIPTED_SCENARIOS:
         return None
     try:
@@ -137,11 +148,22 @@ def reference_returns(
     except UserError:  # the scenario's env in a layout the oracle does not read
         return None
     random = reference_policy("random", env, scenario=scenario)
-    means = {
-        name: evaluate(env, policy, episodes=episodes, seed=seed).mean
+    return {
+        name: evaluate(env, policy, episodes=episodes, seed=seed).returns
         for name, policy in (("random", random), ("scripted", scripted))
     }
-    return ReferenceReturns(**means)
+
+
+def references_of_first(returns: dict[str, list[float]], episodes: int) -> ReferenceReturns:
+    """The references of the first ``episodes`` of :func:`reference_episode_returns`' episodes.
+
+    Example:
+        >>> references_of_first({"random": [-8.0, -6.0, -1.0], "scripted": [-2.0, -4.0, 0.0]}, 2)
+        ReferenceReturns(random=-7.0, scripted=-3.0)
+    """
+    return ReferenceReturns(
+        **{name: statistics.fmean(values[:episodes]) for name, values in returns.items()}
+    )
 
 
 def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any) -> EnvBase:

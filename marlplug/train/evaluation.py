@@ -25,14 +25,16 @@ from marlplug.envs.evaluate import (
     ReferenceReturns,
     evaluate,
     evaluation_env,
-    reference_returns,
+    reference_episode_returns,
+    references_of_first,
 )
 from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import restore_rng_states, rng_states
 from marlplug.runs.evaluations import EvaluationPoint
 
-#: Reference returns already measured in this process (:meth:`PeriodicEvaluation._references`).
-_REFERENCES: dict[tuple[str, str, str, int, int], ReferenceReturns | None] = {}
+#: Reference episodes already measured in this process (:meth:`PeriodicEvaluation.references`):
+#: per key, the most episodes measured and their returns.
+_REFERENCES: dict[tuple[str, str, str, int], tuple[int, dict[str, list[float]] | None]] = {}
 
 
 class NoActingPolicy(ConfigError):
@@ -101,14 +103,19 @@ class PeriodicEvaluation:
 
     def references(self, episodes: int) -> ReferenceReturns | None:
         """The references of this env's first ``episodes`` evaluation episodes, measured once per
-        process: they depend only on the scenario, its options, the backend and the episodes."""
-        key = (self.scenario, self.backend, self.options, episodes, self.seed)
-        if key not in _REFERENCES:
+        process: they depend only on the scenario, its options, the backend and the episodes.
+        The run's largest episode count is measured on first use (its first episodes are every
+        smaller count's), so the periodic and the final evaluations share one measurement."""
+        key = (self.scenario, self.backend, self.options, self.seed)
+        measured, returns = _REFERENCES.get(key, (0, None))
+        if measured < episodes:
+            measured = max(episodes, self.episodes, self.final_episodes)
             with untouched_rng():
-                _REFERENCES[key] = reference_returns(
-                    self.env, self.scenario, episodes=episodes, seed=self.seed
+                returns = reference_episode_returns(
+                    self.env, self.scenario, episodes=measured, seed=self.seed
                 )
-        return _REFERENCES[key]
+            _REFERENCES[key] = (measured, returns)
+        return None if returns is None else references_of_first(returns, episodes)
 
     @classmethod
     def for_config(

@@ -8,7 +8,13 @@ from tensordict import TensorDict
 
 from marlplug.config import load_config
 from marlplug.envs import EvaluationResult, evaluate, make_env, normalized_score, random_policy
-from marlplug.envs.evaluate import EVALUATION_SALT, first_episode_returns
+from marlplug.envs.evaluate import (
+    EVALUATION_SALT,
+    first_episode_returns,
+    reference_episode_returns,
+    reference_returns,
+    references_of_first,
+)
 from marlplug.envs.policies import ScriptedSpread
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
@@ -107,3 +113,12 @@ def test_no_episodes_is_an_error() -> None:
     env = make_env("cooperative_navigation", agents=2)
     with pytest.raises(UserError, match="episodes must be >= 1, got 0"):
         evaluate(env, random_policy(env), episodes=0)
+
+
+def test_the_references_of_fewer_episodes_are_those_of_the_first_episodes() -> None:
+    # What lets a run measure its references once for the periodic and the final evaluations.
+    env = make_env("cooperative_navigation", agents=2)
+    three = reference_episode_returns(env, "cooperative_navigation", episodes=3, seed=0)
+    assert three is not None and [len(values) for values in three.values()] == [3, 3]
+    two = reference_returns(env, "cooperative_navigation", episodes=2, seed=0)
+    assert references_of_first(three, 2) == two
