@@ -37,6 +37,7 @@ from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
 from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.optim.adam import AdamSettings, AgentAdam, adam
 from marlplug.optim.clip import clip_per_agent
+from marlplug.optim.sharing import group_mean_gradients
 
 Key = tuple[str, ...]
 #: ``() -> (actors, critics)``: fresh networks by group, drawn from torch's global RNG.
@@ -392,17 +393,6 @@ class PpoProgram:
             new_theta[rows] = theta_rows
             new_opt[rows] = opt_out
         return norms, finite
-
-
-def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """Every agent's gradient replaced by the group's mean (agent first): what keeps shared
-    parameters, held as equal per-agent rows, equal after a step.
-
-    Examples:
-        >>> group_mean_gradients([torch.tensor([[1.0, 2.0], [3.0, 6.0]])])[0].tolist()
-        [[2.0, 4.0], [2.0, 4.0]]
-    """
-    return [grad.mean(dim=0, keepdim=True).expand_as(grad).contiguous() for grad in grads]
 
 
 #: Per-agent terms of the joint PPO loss (under each group's key), checked for non-finite values.

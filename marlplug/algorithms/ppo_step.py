@@ -15,12 +15,13 @@ from tensordict import TensorDictBase
 
 from marlplug.algorithms.ppo_iteration import LR, observation_stats, scheduled
 from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import forward_backward, group_mean_gradients
+from marlplug.algorithms.ppo_program import forward_backward
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.optim.adam import AgentAdam
 from marlplug.optim.clip import clip_grad_norm_per_agent_
+from marlplug.optim.sharing import group_mean_gradients
 
 
 @dataclass

@@ -1,0 +1,23 @@
+"""Parameter sharing over per-agent rows: a group whose agents' rows start equal stays equal when
+every agent steps with the group's mean gradient (per-agent clipping and Adam then do the same
+thing to every row), so one policy is trained without giving up the per-agent layout that the
+optimizer, checkpoints and coded training read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["group_mean_gradients"]
+
+
+def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Every agent's gradient (dim 0 indexes agents) replaced by the group's mean.
+
+    Examples:
+        >>> group_mean_gradients([torch.tensor([[1.0, 2.0], [3.0, 6.0]])])[0].tolist()
+        [[2.0, 4.0], [2.0, 4.0]]
+    """
+    return [grad.mean(dim=0, keepdim=True).expand_as(grad).contiguous() for grad in grads]
