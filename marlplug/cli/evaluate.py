@@ -1,4 +1,4 @@
-"""``marlplug evaluate RUN_DIR|CHECKPOINT`` and ``marlplug evaluate --policy random|scripted``: mean ±
+"""``marlplug evaluate RUN_DIR|CHECKPOINT`` and ``marlplug evaluate --policy random|scripted|nearest``: mean ±
 std return over N episodes, per group too, and the oracle-normalized score where there is one.
 
 What is evaluated is an :class:`EvaluationTarget` (an env, a policy and a description of both):
@@ -197,8 +197,9 @@ def format_report(
     "--policy",
     type=click.Choice(list(REFERENCE_POLICIES)),
     default=None,
-    help="Evaluate a reference policy instead of a run: uniform random actions, or the "
-    "scenario's scripted oracle.",
+    help="Evaluate a reference policy instead of a run: uniform random actions, the scenario's "
+    "scripted oracle, or (cooperative navigation) every agent heading for its own nearest "
+    "landmark, uncoordinated.",
 )
 @click.option(
     "--env",
@@ -250,7 +251,8 @@ def evaluate(
 
     RUN_DIR is a run folder (its latest checkpoint is evaluated) and CHECKPOINT a checkpoint file;
     --policy evaluates a reference policy instead. Where the scenario has a scripted policy, a run's
-    return is also stated as the oracle-normalized score (R - random) / (scripted - random).
+    return (and the nearest policy's) is also stated as the oracle-normalized score
+    (R - random) / (scripted - random).
     """
     if (run is None) == (policy is None):
         raise UserError(
@@ -277,15 +279,17 @@ def evaluate(
     result = evaluate_policy(
         target.env, target.policy, episodes=episodes, seed=seed, deterministic=not sample
     )
+    # Every policy is scored but the two references that define the score.
+    scored = policy not in ("random", "scripted")
     references = (
         reference_returns(target.env, target.scenario, episodes=episodes, seed=seed)
-        if run is not None
+        if scored
         else None
     )
     header = target.describe()
     if as_json:
         out = {**header, **result.as_dict()}
-        if run is not None:
+        if scored:
             out["references"] = None if references is None else asdict(references)
             out["score"] = None if references is None else references.score(result.mean)
         click.echo(json.dumps(out, indent=2))

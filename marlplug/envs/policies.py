@@ -1,4 +1,6 @@
-"""Reference policies that bound a learning curve: uniform ``random`` and a ``scripted`` oracle.
+"""Reference policies that bound a learning curve: uniform ``random`` and a ``scripted`` oracle,
+and for cooperative navigation ``nearest``, each agent heading for its own nearest landmark (what
+agents that do not coordinate get).
 
 A policy maps an env's TensorDict (TorchRL keys, agent groups nested) to the same TensorDict with
 every group's ``action`` written, so ``env.rollout(n, policy)`` and :func:`marlplug.envs.evaluate`
@@ -47,6 +49,8 @@ class ScriptedSpread:
     Args:
         agents: N, the number of agents (and landmarks).
         group: the agents' group key.
+        nearest: each agent heads for its own nearest landmark instead (no assignment: agents may
+            share a landmark and leave another uncovered); the ``nearest`` reference policy.
 
     Example:
         >>> from marlplug.envs import make_env
@@ -56,8 +60,8 @@ class ScriptedSpread:
         True
     """
 
-    def __init__(self, *, agents: int, group: str = "agent") -> None:
-        self.agents, self.group = agents, group
+    def __init__(self, *, agents: int, group: str = "agent", nearest: bool = False) -> None:
+        self.agents, self.group, self.nearest = agents, group, nearest
         world, agent = World(), Agent()
         self.dt, self.damping = float(world.dt), float(world.damping)
         # One action's velocity change: a unit move times mpe2's sensitivity, over the mass, for dt.
@@ -75,9 +79,13 @@ class ScriptedSpread:
         relative = observation[..., 4 : 4 + 2 * n].unflatten(
             -1, (n, 2)
         )  # [..., agent, landmark, 2]
-        cost = relative.norm(dim=-1).reshape(-1, n, n).double().numpy()
-        assigned = np.stack([linear_sum_assignment(matrix)[1] for matrix in cost])
-        landmark = torch.as_tensor(assigned).reshape(observation.shape[:-1])
+        distance = relative.norm(dim=-1)  # [..., agent, landmark]
+        if self.nearest:
+            landmark = distance.argmin(-1)
+        else:
+            cost = distance.reshape(-1, n, n).double().numpy()
+            assigned = np.stack([linear_sum_assignment(matrix)[1] for matrix in cost])
+            landmark = torch.as_tensor(assigned).reshape(observation.shape[:-1])
         chosen = relative.gather(-2, landmark[..., None, None].expand(*landmark.shape, 1, 2))
         return position + chosen.squeeze(-2)
 
@@ -121,7 +129,7 @@ def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
     return RandomPolicy(env.full_action_spec)
 
 
-def scripted_policy(env: EnvBase, *, scenario: str) -> Policy:
+def scripted_policy(env: EnvBase, *, scenario: str, nearest: bool = False) -> Policy:
     """The scripted oracle of ``scenario`` for ``env`` (only cooperative navigation has one).
 
     Raises:
@@ -133,36 +141,52 @@ def scripted_policy(env: EnvBase, *, scenario: str) -> Policy:
         >>> scripted_policy(env, scenario="cooperative_navigation").agents
         2
     """
+    name = "nearest" if nearest else "scripted"
     if scenario not in SCRIPTED_SCENARIOS:
         raise UserError(
-            f"--policy scripted: no scripted policy for '{scenario}'; scenarios with one: "
+            f"--policy {name}: no scripted policy for '{scenario}'; scenarios with one: "
             + ", ".join(sorted(SCRIPTED_SCENARIOS))
         )
     group_map = getattr(env, "group_map", {})
     if list(group_map) != ["agent"]:
         raise UserError(
-            "--policy scripted: cooperative navigation has one group 'agent'; "
+            f"--policy {name}: cooperative navigation has one group 'agent'; "
             f"this env has {list(group_map)}"
         )
     if env.full_action_spec["agent", "action"].domain != "discrete":
         raise UserError(
-            "--policy scripted: the scripted policy takes discrete actions; this env's are "
+            f"--policy {name}: the scripted policy takes discrete actions; this env's are "
             "continuous (env.continuous_actions)"
         )
-    policy = ScriptedSpread(agents=len(group_map["agent"]))
+    policy = ScriptedSpread(agents=len(group_map["agent"]), nearest=nearest)
     width = env.observation_spec["agent", "observation"].shape[-1]
     if width != policy.observation_size:
         raise UserError(
-            f"--policy scripted: observations of width {width}, expected "
+            f"--policy {name}: observations of width {width}, expected "
             f"{policy.observation_size} (simple_spread's layout with {policy.agents} agents)"
         )
     return policy
+
+
+def nearest_policy(env: EnvBase, *, scenario: str) -> Policy:
+    """Cooperative navigation's agents each heading for their own nearest landmark, steered as the
+    oracle steers (:class:`ScriptedSpread` with ``nearest``): a reference for agents that do not
+    coordinate, between random and the oracle.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("cooperative_navigation", agents=2, seed=0)
+        >>> nearest_policy(env, scenario="cooperative_navigation").nearest
+        True
+    """
+    return scripted_policy(env, scenario=scenario, nearest=True)
 
 
 #: ``--policy`` name -> builder ``(env, scenario=...) -> policy``.
 REFERENCE_POLICIES: dict[str, Callable[..., Policy]] = {
     "random": random_policy,
     "scripted": scripted_policy,
+    "nearest": nearest_policy,
 }
 
 

@@ -22,6 +22,25 @@ def test_json_has_the_summary_and_every_episode(run_cli: Callable[..., Any]) -> 
     assert out["group_returns"]["agent"] == out["returns"]
 
 
+def test_the_nearest_policy_is_scored_against_random_and_scripted(
+    run_cli: Callable[..., Any],
+) -> None:
+    result = run_cli("evaluate", "--policy", "nearest", "--episodes", "2", "--json")
+    assert result.exit_code == 0, result.err
+    out = json.loads(result.out)
+    references = out["references"]
+    assert references["scripted"] > references["random"]
+    expected = (out["mean"] - references["random"]) / (
+        references["scripted"] - references["random"]
+    )
+    assert out["score"] == pytest.approx(expected)
+    # The two references that define the score are not scored.
+    scripted = json.loads(
+        run_cli("evaluate", "--policy", "scripted", "--episodes", "1", "--json").out
+    )
+    assert "score" not in scripted
+
+
 def test_report_names_what_ran_and_each_group(run_cli: Callable[..., Any]) -> None:
     result = run_cli(
         "evaluate", "--policy", "random", "--env", "predator_prey", "--agents", "3",

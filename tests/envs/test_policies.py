@@ -44,6 +44,13 @@ def test_targets_are_the_optimal_assignment_read_from_the_observations(backend: 
     assert nearest != ASSIGNED[0]
 
 
+def test_nearest_targets_each_agents_own_nearest_landmark(backend: str) -> None:
+    targets = ScriptedSpread(agents=3, nearest=True).targets(_placed(backend, AGENTS, LANDMARKS))
+    # agent_0 and agent_2 both head for landmark 0; landmark 2 is left uncovered.
+    expected = torch.tensor([LANDMARKS[0], LANDMARKS[1], LANDMARKS[0]])
+    torch.testing.assert_close(targets, expected, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize(
     ("landmark", "action"),
     [((0.6, 0.0), 2), ((-0.6, 0.0), 1), ((0.0, 0.6), 4), ((0.0, -0.6), 3), ((0.0, 0.0), 0)],
