@@ -29,3 +29,4 @@ def test_the_many_agent_config_reads_the_global_state() -> None:
     config = load_config(next(path for path in PACKAGED if path.name == "spread_vmas_m8.yaml"))
     assert config.env.options.agents == 8
     assert config.algorithm.uses_global_state
+    assert config.algorithm.share_params and config.algorithm.value_norm
