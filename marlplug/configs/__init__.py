@@ -1,6 +1,7 @@
 """The packaged configs: ``default.yaml`` (what ``marlplug train`` and ``marlplug config show`` use
-without a CONFIG), ``spread_vmas.yaml`` (``spread_vmas_m8.yaml``: the same at 8 agents, with state
-critics), ``maddpg_spread.yaml`` and ``coded_maddpg.yaml``."""
+without a CONFIG), ``spread_vmas.yaml`` (``spread_vmas_m8.yaml`` and ``spread_vmas_m32.yaml``: the
+same at 8 and 32 agents, with state critics and shared parameters), ``maddpg_spread.yaml`` and
+``coded_maddpg.yaml``."""
 
 from __future__ import annotations
 

@@ -213,6 +213,8 @@ def draw(
 ) -> None:
     """Three panels: final IQM/mean/median with intervals; IQM over frames with its band; the
     performance profile (fraction of runs above each value) with its band."""
+    from matplotlib.ticker import EngFormatter
+
     from marlplug.plotting import saved_figure
 
     metric, reps = comparison.metric, comparison.reps
@@ -267,6 +269,7 @@ def draw(
                 transform=efficiency.transAxes,
             )
         efficiency.set_xlabel("frames")
+        efficiency.xaxis.set_major_formatter(EngFormatter())  # 500k, 2.4M: labels that fit
         efficiency.set_ylabel(f"IQM {label} (deterministic evaluation)")
         efficiency.grid(alpha=0.3)
         everything = np.concatenate([values.ravel() for values in finals.values()])
