@@ -66,6 +66,11 @@ def step_modules(
     used as the program uses it: the observation statistics are written into the loss's
     normalizers, and the learning rate replaces ``optimizer``'s for this step only.
     """
+    if share_params and frozen:
+        raise UserError(
+            f"frozen: agents {sorted(frozen)} cannot stay still while every agent shares their "
+            "weights (share_params); freeze none, or train separate weights"
+        )
     groups = loss_parameter_groups(loss)
     _load_observation_stats(loss, batch)
     optimizer.zero_grad(set_to_none=True)

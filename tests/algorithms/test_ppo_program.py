@@ -127,6 +127,15 @@ def test_shared_params_keep_every_agents_rows_equal_and_step_as_update_step() ->
     )
 
 
+def test_shared_params_refuse_frozen_agents_in_one_line() -> None:
+    model = make_model(GROUPS, share_params=True)
+    loss = make_loss(model)
+    ppo = PPO(share_params=True)
+    optimizer = ppo.make_optimizer(loss, lr=1e-2)
+    with pytest.raises(UserError, match=r"frozen: agents \[1\] cannot stay still .*share_params"):
+        ppo.update_step(loss, optimizer, make_batch(model), max_grad_norm=0.5, frozen=[1])
+
+
 def test_shared_parameters_are_refused_in_one_line() -> None:
     policy, _ = tutorial_networks(share_params=False)
     _, critic = tutorial_networks(share_params=True)
