@@ -86,8 +86,9 @@ class TrainSection(TrainerSettings):
         le=1024,
         description="torch intra-op threads (small networks run fastest on one); null: torch's default.",
     )
-    # Evaluating every 10 updates costs little (20 episodes of 25 steps are ~500 frames, against
-    # thousands per update) and draws the deterministic curve beside the noisy training return.
+    # Evaluating every 10 updates costs little for PPO (20 episodes of 25 steps are ~500 frames,
+    # against thousands per update) and draws the deterministic curve beside the noisy training
+    # return. A MADDPG iteration is a few to a hundred env steps: its configs evaluate less often.
     eval_every: int | None = Field(
         10,
         ge=0,
