@@ -1,5 +1,5 @@
-"""Learning parity, like the paper's reward figure: coded MADDPG against centralized MADDPG, same seed,
-both trained by ``marlplug train``'s orchestrator, both evaluated with deterministic actions.
+"""Learning parity, like the paper's reward figure: coded training against centralized training,
+same seed, both by ``marlplug train``'s orchestrator, both evaluated with deterministic actions.
 
 A run is cut into chunks: after each chunk of ``--eval-every`` iterations the orchestrator stops
 (writing its checkpoint) and the run's actors are evaluated on fixed evaluation episodes
@@ -11,22 +11,27 @@ the noisy return of the exploring training episodes.
 --eval-every 150 --seeds 0 1 2 --plot docs/images/coding_parity.png`` trains, per scenario,
 centralized MADDPG for every seed and coded MADDPG (``mds`` on N learners, k stragglers, simulated
 clock) for the first seed, and plots every curve with the random policy's return as a reference.
+``--config FILE`` trains that config instead (any algorithm with an acting policy, e.g.
+``marlplug/configs/paper_predator_prey.yaml``, or a PPO config given a ``coding:`` section with
+``--set coding.scheme=mds ...``): the coded runs use its ``coding:`` section, the centralized
+runs drop it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from marlplug.algorithms.acting import acting_policy
-from marlplug.config import MarlplugConfig, load_config
+from marlplug.config import MarlplugConfig, apply_override, load_config, read_config_file
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
 from marlplug.envs.policies import SCRIPTED_SCENARIOS, random_policy, scripted_policy
@@ -37,50 +42,97 @@ from marlplug.train.orchestrator import run
 
 #: The paper's four scenarios (marlplug names).
 SCENARIOS = ("cooperative_navigation", "predator_prey", "physical_deception", "keep_away")
+#: The flags a ``--config`` file replaces (its own settings say them).
+CONFIG_REPLACES = (
+    "scenarios",
+    "agents",
+    "adversaries",
+    "iterations",
+    "learners",
+    "stragglers",
+    "delay_s",
+    "env_backend",
+    "num_envs",
+)
+#: The scenarios whose adversary count the paper sets (K); physical deception has exactly one.
+ADVERSARIAL = ("predator_prey", "keep_away")
 
 
-def parity_config(
+def env_options(scenario: str, agents: int | None, adversaries: int | None) -> dict[str, Any]:
+    """The env options of ``scenario`` for ``agents`` agents and ``adversaries`` adversaries
+    (applied only where the paper varies them, :data:`ADVERSARIAL`); ``None`` keeps the default.
+
+    Examples:
+        >>> env_options("keep_away", 8, 4), env_options("physical_deception", 8, 4)
+        ({'agents': 8, 'adversaries': 4}, {'agents': 8})
+    """
+    options: dict[str, Any] = {} if agents is None else {"agents": agents}
+    if adversaries is not None and scenario in ADVERSARIAL:
+        options["adversaries"] = adversaries
+    return options
+
+
+def flags_setup(
     scenario: str,
     *,
-    coded: bool,
     iterations: int,
-    agents: int | None,
+    env: dict[str, Any],
     learners: int,
     stragglers: int,
     delay_s: float,
-    seed: int,
     options: dict[str, Any],
     env_backend: str = "mpe",
     num_envs: int = 1,
-) -> MarlplugConfig:
-    """The run's config: MADDPG on ``scenario`` (``env_backend``, ``num_envs`` copies: VMAS steps
-    them as one batch), with a ``coding:`` section if ``coded`` (``mds`` on ``learners`` learners,
-    ``stragglers`` delayed by ``delay_s`` on the simulated clock).
+) -> dict[str, Any]:
+    """The config (as a dict) the bench's flags describe: MADDPG on ``scenario`` with ``env``
+    options (:func:`env_options`) on ``env_backend`` (``num_envs`` copies: VMAS steps them as one
+    batch), and the coded runs' ``coding:`` section (``mds`` on ``learners`` learners,
+    ``stragglers`` delayed by ``delay_s`` on the simulated clock). ``--config FILE`` gives it instead.
 
     Examples:
-        >>> config = parity_config("cooperative_navigation", coded=True, iterations=10, agents=3,
-        ...     learners=5, stragglers=1, delay_s=0.25, seed=0, options={})
-        >>> config.coding.scheme.name, config.coding.learners, config.train.updates
-        ('mds', 5, 10)
+        >>> setup = flags_setup("cooperative_navigation", iterations=10, env={"agents": 3},
+        ...     learners=5, stragglers=1, delay_s=0.25, options={})
+        >>> setup["env"], setup["coding"]["scheme"]
+        ({'name': 'cooperative_navigation', 'backend': 'mpe', 'agents': 3}, 'mds')
     """
-    env: dict[str, Any] = {"name": scenario, "backend": env_backend}
-    if agents is not None:
-        env["agents"] = agents
-    data: dict[str, Any] = {
-        "seed": seed,
-        "env": env,
+    return {
+        "env": {"name": scenario, "backend": env_backend, **env},
         "algorithm": {"name": "maddpg", **options},
-        "train": {"updates": iterations, "checkpoint_every": iterations, "num_envs": num_envs},
-        "logging": {"progress": False},
-    }
-    if coded:
-        data["coding"] = {
+        "train": {"updates": iterations, "num_envs": num_envs},
+        "coding": {
             "scheme": "mds",
             "learners": learners,
             "clock": "simulated",
             "stragglers": {"count": stragglers, "delay_s": delay_s},
-        }
-    return load_config(data=data)
+        },
+    }
+
+
+def parity_config(setup: Mapping[str, Any], *, coded: bool, seed: int) -> MarlplugConfig:
+    """One run's config: ``setup`` (a config as a dict, with its ``coding:`` section) with ``seed``,
+    without the ``coding:`` section unless ``coded``. The run evaluates nothing itself
+    (``train.eval_every: 0``; :func:`evaluation_curve` does, between chunks) and checkpoints only
+    at its end.
+
+    Examples:
+        >>> setup = flags_setup("cooperative_navigation", iterations=10, env={"agents": 3},
+        ...     learners=5, stragglers=1, delay_s=0.25, options={})
+        >>> config = parity_config(setup, coded=True, seed=0)
+        >>> config.coding.scheme.name, config.coding.learners, config.train.updates
+        ('mds', 5, 10)
+        >>> config.train.eval_every, parity_config(setup, coded=False, seed=0).coding is None
+        (0, True)
+    """
+    raw = copy.deepcopy(dict(setup))
+    if not coded:
+        raw.pop("coding", None)
+    elif "coding" not in raw:
+        raise UserError("coding: the config has no coding section: no coded run to compare with")
+    raw["seed"] = seed
+    raw["logging"] = {**raw.get("logging", {}), "progress": False}
+    raw["train"] = {**raw.get("train", {}), "eval_every": 0}
+    raw["train"]["checkpoint_every"] = load_config(data=raw).train.updates
+    return load_config(data=raw)
 
 
 def evaluation_curve(
@@ -94,7 +146,13 @@ def evaluation_curve(
         One point per evaluation: ``iteration``, ``env_steps``, ``return`` (team, mean over the
         episodes) and the mean return of each agent group (``return/<group>``).
     """
-    env = make_env(config.env.name, backend="mpe", seed=0, **config.env.options.model_dump())
+    env = make_env(
+        config.env.name,
+        backend="mpe",
+        seed=0,
+        global_state=config.algorithm.uses_global_state,  # e.g. PPO's critic: state
+        **config.env.options.model_dump(),
+    )
     algorithm = get_component("algorithm", config.algorithm.name, field="algorithm.name")(
         **config.algorithm.options.model_dump()
     )
@@ -126,13 +184,12 @@ def evaluation_curve(
 
 
 def parity_references(
-    scenario: str, agents: int | None, episodes: int, seed: int
+    scenario: str, env_opts: dict[str, Any], episodes: int, seed: int
 ) -> dict[str, Any]:
-    """The references the curves are read against, on mpe: the uniform random policy's mean team
-    return (``random``) and mean return per group (``random_groups``), and where the scenario has
-    a scripted oracle (cooperative navigation) its mean team return (``scripted``)."""
-    options: dict[str, Any] = {} if agents is None else {"agents": agents}
-    env = make_env(scenario, seed=0, **options)
+    """The references the curves are read against, on mpe with ``env_opts``: the uniform random
+    policy's mean team return (``random``) and mean return per group (``random_groups``), and where
+    the scenario has a scripted oracle (cooperative navigation) its mean team return (``scripted``)."""
+    env = make_env(scenario, seed=0, **env_opts)
     try:
         result = evaluate(env, random_policy(env), episodes=episodes, seed=seed)
         references: dict[str, Any] = {
@@ -172,10 +229,14 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
             for colour, (key, group) in enumerate(series):
                 colour_name = f"C{colour}" if group else None
                 for kind, style in (("centralized", "-"), ("coded", "--")):
-                    for seed, curve in entry[kind].items():
+                    for index, (seed, curve) in enumerate(entry[kind].items()):
                         label = (
                             f"{kind} seed {seed}" if kind == "centralized" else entry["coded_label"]
                         )
+                        if group and index > 0:
+                            label = "_nolegend_"  # a group's seeds share its colour: one entry
+                        elif group and kind == "centralized":
+                            label = f"{kind}, seed {', '.join(map(str, entry[kind]))}"
                         axes.plot(
                             [p["env_steps"] for p in curve],
                             [p[key] for p in curve],
@@ -183,7 +244,7 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
                             color=colour_name,
                             marker="o" if kind == "centralized" else "x",
                             markersize=3,
-                            label=f"{group}: {label}" if group else label,
+                            label=f"{group}: {label}" if group and index == 0 else label,
                         )
                 if not group and entry.get("scripted") is not None:
                     axes.axhline(
@@ -216,66 +277,80 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
 
 
 def parity(
-    scenarios: Sequence[str],
+    setups: Mapping[str, Mapping[str, Any]],
     *,
-    iterations: int,
     eval_every: int,
     episodes: int,
     seeds: Sequence[int],
-    agents: int | None,
-    learners: int,
-    stragglers: int,
     coded_seeds: int,
-    options: dict[str, Any],
-    env_backend: str = "mpe",
-    num_envs: int = 1,
 ) -> dict[str, Any]:
-    """Per scenario: centralized curves for ``seeds``, coded curves for the first ``coded_seeds``
-    of them, the random return, and the largest gap between a coded curve and its seed's
-    centralized one."""
+    """Per scenario (``setups``: its config as a dict, :func:`flags_setup` or a config file's):
+    centralized curves for ``seeds``, coded curves for the first ``coded_seeds`` of them, the
+    random return, and the largest gap between a coded curve and its seed's centralized one."""
     results: dict[str, Any] = {}
-    for scenario in scenarios:
+    for scenario, setup in setups.items():
+        first = parity_config(setup, coded=coded_seeds > 0, seed=seeds[0])
+        env = first.env.options.model_dump()
         entry: dict[str, Any] = {
-            "agents": agents,
-            "env_backend": env_backend,
-            "num_envs": num_envs,
-            "coded_label": f"coded (mds, N={learners}, k={stragglers})",
+            "agents": env.get("agents"),
+            "env_options": env,
+            "env_backend": first.env.backend,
+            "num_envs": first.train.num_envs,
+            "coded_label": coded_label(first) if first.coding is not None else "",
             "centralized": {},
             "coded": {},
         }
         for index, seed in enumerate(seeds):
             kinds = [False, True] if index < coded_seeds else [False]
             for coded in kinds:
-                config = parity_config(
-                    scenario,
-                    coded=coded,
-                    iterations=iterations,
-                    agents=agents,
-                    learners=learners,
-                    stragglers=stragglers,
-                    delay_s=0.25,
-                    seed=seed,
-                    options=options,
-                    env_backend=env_backend,
-                    num_envs=num_envs,
-                )
-                entry["agents"] = config.env.options.model_dump().get("agents", agents)
+                config = parity_config(setup, coded=coded, seed=seed)
                 with tempfile.TemporaryDirectory() as folder:
                     curve = evaluation_curve(
                         config, eval_every=eval_every, episodes=episodes, folder=Path(folder)
                     )
                 entry["coded" if coded else "centralized"][seed] = curve
-        entry.update(parity_references(scenario, agents, episodes, seeds[0]))
-        gaps = [
-            abs(a["return"] - b["return"])
-            for seed, coded_curve in entry["coded"].items()
-            for a, b in zip(coded_curve, entry["centralized"][seed], strict=True)
-        ]
-        entry["max_abs_difference"] = max(gaps, default=0.0)
-        finals = [curve[-1]["return"] for curve in entry["centralized"].values()]
-        entry["final_median"] = statistics.median(finals)
-        results[scenario] = entry
+        entry.update(parity_references(scenario, env, episodes, seeds[0]))
+        merge_entry(results, scenario, entry)
     return results
+
+
+def coded_label(config: MarlplugConfig) -> str:
+    """The coded curves' legend: the code, N, k and t_s of ``config``'s ``coding:`` section."""
+    coding = config.coding
+    assert coding is not None
+    stragglers = coding.stragglers
+    return (
+        f"coded ({coding.scheme.name}, N={coding.learners}, k={stragglers.count}, "
+        f"t_s={stragglers.delay_s:g} s)"
+    )
+
+
+def merge_entry(merged: dict[str, Any], scenario: str, entry: dict[str, Any]) -> None:
+    """Add ``entry`` (one scenario of a ``--json`` output) to ``merged``: a scenario already there
+    gains the entry's seeds (so seeds trained in separate invocations share a panel) and its
+    ``max_abs_difference`` and ``final_median`` are recomputed over all of them.
+
+    Examples:
+        >>> merged = {}
+        >>> merge_entry(merged, "s", {"centralized": {"0": [{"return": -3.0}]}, "coded": {}})
+        >>> merge_entry(merged, "s", {"centralized": {"1": [{"return": -1.0}]},
+        ...     "coded": {"1": [{"return": -1.0}]}})
+        >>> sorted(merged["s"]["centralized"]), merged["s"]["final_median"]
+        (['0', '1'], -2.0)
+    """
+    if scenario not in merged:
+        merged[scenario] = {**entry, "centralized": {}, "coded": {}}
+    target = merged[scenario]
+    target["centralized"].update(entry["centralized"])
+    target["coded"].update(entry["coded"])
+    gaps = [
+        abs(a["return"] - b["return"])
+        for seed, coded_curve in target["coded"].items()
+        for a, b in zip(coded_curve, target["centralized"][seed], strict=True)
+    ]
+    target["max_abs_difference"] = max(gaps, default=0.0)
+    finals = [curve[-1]["return"] for curve in target["centralized"].values()]
+    target["final_median"] = statistics.median(finals)
 
 
 @click.command()
@@ -293,8 +368,23 @@ def parity(
 @click.option("--seeds", type=int, multiple=True, default=(0,), show_default=True)
 @click.option("--coded-seeds", type=int, default=1, show_default=True)
 @click.option("--agents", type=int, default=3, show_default=True)
+@click.option(
+    "--adversaries",
+    type=click.IntRange(min=1),
+    default=None,
+    help="K adversaries in predator-prey and keep-away (the paper: 4 at M = 8); default: the "
+    "scenario's. Physical deception always has one.",
+)
 @click.option("--learners", type=int, default=5, show_default=True)
 @click.option("--stragglers", type=int, default=1, show_default=True)
+@click.option(
+    "--delay-s",
+    type=click.FloatRange(min=0.0),
+    default=0.25,
+    show_default=True,
+    help="A straggler's delay t_s on the simulated clock (the paper: 0.25 s in cooperative "
+    "navigation, 1 s in predator-prey and physical deception, 1.5 s in keep-away).",
+)
 @click.option(
     "--env-backend",
     type=click.Choice(["mpe", "vmas"]),
@@ -313,16 +403,34 @@ def parity(
     "--set",
     "sets",
     multiple=True,
-    help="algorithm option, e.g. --set learning_starts=5000 (YAML value)",
+    help="An algorithm option, e.g. --set learning_starts=5000, or any config path, e.g. --set "
+    "coding.scheme=mds (YAML values; repeatable).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Train this config (e.g. marlplug/configs/paper_predator_prey.yaml): its scenario, env, "
+    "algorithm and train settings, its coding: section for the coded runs. Replaces --scenario, "
+    "--agents, --adversaries, --iterations, --learners, --stragglers, --delay-s, --env-backend "
+    "and --num-envs; --set still overrides algorithm options.",
 )
 @click.option("--plot", type=click.Path(path_type=Path), default=None)
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the results here (with --replot: the merged results).",
+)
 @click.option(
     "--replot",
     "replot",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     multiple=True,
-    help="Train nothing: draw --plot from these --json outputs (one figure, a panel per scenario).",
+    help="Train nothing: draw --plot from these --json outputs (one figure, a panel per scenario; "
+    "the seeds of one scenario run in separate invocations are drawn together).",
 )
 def main(
     scenarios: tuple[str, ...],
@@ -332,16 +440,20 @@ def main(
     seeds: tuple[int, ...],
     coded_seeds: int,
     agents: int,
+    adversaries: int | None,
     learners: int,
     stragglers: int,
+    delay_s: float,
     env_backend: str,
     num_envs: int,
     sets: tuple[str, ...],
     plot: Path | None,
     json_path: Path | None,
     replot: tuple[Path, ...],
+    config_path: Path | None,
 ) -> None:
-    """Train centralized and coded MADDPG and compare their greedy evaluation curves."""
+    """Train centralized and coded runs (MADDPG, or --config's algorithm) and compare their greedy
+    evaluation curves."""
     import torch
     import yaml
 
@@ -358,34 +470,69 @@ def main(
                 raise click.UsageError(
                     f"--replot {source}: not a --json output of this bench"
                 ) from exc
-            merged.update(saved)
+            for scenario, entry in saved.items():
+                merge_entry(merged, scenario, entry)
         for scenario, entry in merged.items():
             if "random_groups" not in entry:  # written before the per-group floors were kept
-                entry.update(parity_references(scenario, entry["agents"], episodes, seeds[0]))
+                opts = entry.get("env_options", {"agents": entry["agents"]})
+                entry.update(parity_references(scenario, opts, episodes, seeds[0]))
         plot_curves(merged, plot)
         click.echo(f"wrote {plot} ({', '.join(merged)})")
+        if json_path is not None:
+            json_path.write_text(json.dumps(merged))
+            click.echo(f"wrote {json_path} (the merged results)")
         return
 
     # Evaluation steps tiny networks: one thread (the collector and the update set theirs).
     torch.set_num_threads(1)
 
-    options = {}
+    options, overrides = {}, []
     for item in sets:
         key, _, value = item.partition("=")
-        options[key] = yaml.safe_load(value)
+        if "." in key:  # a config path, as marlplug train --set takes it
+            overrides.append(item)
+        else:
+            options[key] = yaml.safe_load(value)
+    setups: dict[str, dict[str, Any]] = {}
+    if config_path is not None:
+        context = click.get_current_context()
+        given = [
+            param.opts[0]
+            for param in context.command.params
+            if param.name in CONFIG_REPLACES
+            and context.get_parameter_source(param.name) != click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise click.UsageError(f"--config gives the runs' settings: drop {', '.join(given)}")
+        try:
+            setup = read_config_file(config_path)
+            setup["algorithm"] = {**setup.get("algorithm", {}), **options}
+            setups[load_config(data=setup).env.name] = setup
+        except UserError as exc:
+            raise click.UsageError(f"--config {config_path}: {exc}") from exc
+    else:
+        for scenario in scenarios:
+            setups[scenario] = flags_setup(
+                scenario,
+                iterations=iterations,
+                env=env_options(scenario, agents, adversaries),
+                learners=learners,
+                stragglers=stragglers,
+                delay_s=delay_s,
+                options=options,
+                env_backend=env_backend,
+                num_envs=num_envs,
+            )
+    for setup in setups.values():  # every run's config is valid before the first one trains
+        try:
+            for item in overrides:
+                apply_override(setup, item)
+            parity_config(setup, coded=coded_seeds > 0, seed=seeds[0])
+        except UserError as exc:
+            where = f"--config {config_path}" if config_path and not overrides else "--set"
+            raise click.UsageError(f"{where}: {exc}") from exc
     results = parity(
-        scenarios,
-        iterations=iterations,
-        eval_every=eval_every,
-        episodes=episodes,
-        seeds=seeds,
-        agents=agents,
-        learners=learners,
-        stragglers=stragglers,
-        coded_seeds=coded_seeds,
-        options=options,
-        env_backend=env_backend,
-        num_envs=num_envs,
+        setups, eval_every=eval_every, episodes=episodes, seeds=seeds, coded_seeds=coded_seeds
     )
     if plot is not None:
         plot_curves(results, plot)

@@ -88,6 +88,67 @@ def answer_stats(stats: Mapping[str, torch.Tensor], count: int) -> dict[str, tor
     }
 
 
+@dataclass(frozen=True)
+class AgentsUpdate:
+    """One call of ``program.update`` for a set of agents, before any learner codes it.
+
+    Attributes:
+        agents: the agents updated, in order.
+        ordinals: ``[len(agents), P + O]`` float64: each agent's new state row as float32 ordinals.
+        stats: the update's statistics (:func:`answer_stats`).
+        update_s: seconds the update and the conversion to ordinals took.
+    """
+
+    agents: list[int]
+    ordinals: torch.Tensor
+    stats: Mapping[str, torch.Tensor]
+    update_s: float
+
+
+def row_agents(row: np.ndarray) -> list[int]:
+    """The agents a learner with assignment ``row`` updates (its non-zero columns).
+
+    Examples:
+        >>> row_agents(np.array([0.0, 2.0, 0.0, -1.0]))
+        [1, 3]
+    """
+    return [int(i) for i in np.flatnonzero(row)]
+
+
+def update_agents(
+    program: LearnerProgram,
+    agents: list[int],
+    state: torch.Tensor,
+    batch: TensorDictBase,
+    *,
+    seed: int,
+) -> AgentsUpdate:
+    """``program.update`` of ``agents`` in one call with the round's ``seed``, as ordinals ready to code.
+
+    The program derives each agent's randomness from ``seed`` alone, so every learner holding the
+    same agents computes the same bits: the simulated clock runs this once per distinct set.
+    """
+    start = time.perf_counter()
+    theta_all, opt_state = split_rows(state, program.theta_size)
+    update = program.update(theta_all, opt_state, batch, agents, seed)
+    rows = state_rows(update.theta.detach(), update.opt_state.detach())
+    ordinals = to_ordinals(rows)
+    stats = answer_stats(update.stats, len(agents))
+    return AgentsUpdate(agents, ordinals, stats, time.perf_counter() - start)
+
+
+def code_answer(row: np.ndarray, update: AgentsUpdate) -> LearnerAnswer:
+    """Learner ``row``'s answer from its agents' update: ``Σ_i row[i] · ordinals_i``.
+
+    ``compute_s`` is the update's time plus the coding's (timed here).
+    """
+    start = time.perf_counter()
+    weights = torch.as_tensor(row[update.agents], dtype=torch.float64)
+    coded = weights @ update.ordinals
+    coding_s = time.perf_counter() - start
+    return LearnerAnswer(coded, list(update.agents), update.stats, update.update_s + coding_s)
+
+
 def learner_compute(
     program: LearnerProgram,
     row: np.ndarray,
@@ -116,12 +177,5 @@ def learner_compute(
         >>> answer.agents, answer.stats["norm"].tolist()
         ([0, 1], [2.0, 4.0])
     """
-    start = time.perf_counter()
-    agents = [int(i) for i in np.flatnonzero(row)]
-    theta_all, opt_state = split_rows(state, program.theta_size)
-    update = program.update(theta_all, opt_state, batch, agents, seed)
-    rows = state_rows(update.theta.detach(), update.opt_state.detach())
-    weights = torch.as_tensor(row[agents], dtype=torch.float64)
-    coded = weights @ to_ordinals(rows)
-    stats = answer_stats(update.stats, len(agents))
-    return LearnerAnswer(coded, agents, stats, time.perf_counter() - start)
+    update = update_agents(program, row_agents(row), state, batch, seed=seed)
+    return code_answer(row, update)

@@ -4,10 +4,12 @@ pattern: the state rows (θ and optimizer state) and the per-agent statistics th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 import torch
+from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import AgentUpdate, LearnerProgram
 from marlplug.coding import make_decoder
@@ -123,6 +125,43 @@ def test_simulated_rounds_track_the_centralized_run(name: str) -> None:
         late_used = set(log.learners_used) & set(log.stragglers)
         assert (log.wait_s >= 1.0) == bool(late_used)
     assert torch.equal(opt_state[:, -1], torch.full((M,), 6.0))  # Adam's step count, exactly
+
+
+class CountingProgram(LinearProgram):
+    """The linear test program, counting the agent sets it is asked to update."""
+
+    def __init__(self, num_agents: int) -> None:
+        super().__init__(num_agents)
+        self.calls: list[tuple[int, ...]] = []
+
+    def update(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        agents: Sequence[int],
+        seed: int,
+    ) -> AgentUpdate:
+        self.calls.append(tuple(agents))
+        return super().update(theta_all, opt_state, batch, agents, seed)
+
+
+@pytest.mark.parametrize("name", ["mds", "replication", "ldpc"])
+def test_the_simulated_clock_updates_each_distinct_set_of_agents_once(name: str) -> None:
+    # An MDS learner holds every agent: N learners would compute the same update N times.
+    program = CountingProgram(M)
+    scheme, matrix = scheme_matrix(name)
+    controller = CodedController(program, matrix, None, scheme=scheme, clock="simulated")
+    theta, opt_state = program.init_state(0)
+    batch, seed = linear_batch(program), derive_seed(0, 0)
+    coded, log = controller.update(theta, opt_state, batch, 0, seed=seed)
+    supports = {tuple(int(i) for i in np.flatnonzero(row)) for row in matrix if row.any()}
+    assert len(program.calls) == len(set(program.calls)) == len(supports)
+    if name == "mds":
+        assert program.calls == [tuple(range(M))]
+    # Every learner that answered is charged a compute time; the decoded state is the centralized one.
+    assert all(log.compute_s[j] > 0 for j in log.compute_s)
+    assert state_error(coded, centralized(program, theta, opt_state, batch, seed)) <= 1e-6
 
 
 def test_mds_ignores_up_to_n_minus_m_stragglers_while_uncoded_pays() -> None:

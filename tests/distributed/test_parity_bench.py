@@ -57,13 +57,35 @@ def test_trained_on_batched_vmas_evaluated_on_mpe(tmp_path: Path) -> None:
 
 def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> None:
     output = tmp_path / "pp.json"
-    args = [*TINY, "--scenario", "predator_prey", "--agents", "3", "--coded-seeds", "0"]
-    result = CliRunner().invoke(main, [*args, "--json", str(output)])
+    args = [*TINY, "--scenario", "predator_prey", "--agents", "4", "--adversaries", "2"]
+    result = CliRunner().invoke(main, [*args, "--coded-seeds", "0", "--json", str(output)])
     assert result.exit_code == 0, result.output
     entry = json.loads(output.read_text())["predator_prey"]
+    # The paper's K (here 2), with the scenario's other options as they were.
+    assert entry["env_options"] == {
+        "agents": 4,
+        "adversaries": 2,
+        "obstacles": 2,
+        "max_steps": 25,
+        "continuous_actions": False,
+    }
     # Predators and prey: a random floor and a curve per group, since their sum hides who learns.
     assert set(entry["random_groups"]) == {"agent", "adversary"}
     assert {"return/agent", "return/adversary"} <= set(entry["centralized"]["0"][0])
+    # Another seed trained by another invocation joins the same panel: --replot merges the seeds.
+    other = tmp_path / "pp_seed1.json"
+    result = CliRunner().invoke(
+        main, [*args, "--seeds", "1", "--coded-seeds", "0", "--json", str(other)]
+    )
+    assert result.exit_code == 0, result.output
+    merged_path = tmp_path / "merged.json"
+    replot = ["--replot", str(output), "--replot", str(other), "--plot", str(tmp_path / "m.png")]
+    result = CliRunner().invoke(main, [*replot, "--json", str(merged_path)])
+    assert result.exit_code == 0, result.output
+    merged = json.loads(merged_path.read_text())["predator_prey"]
+    assert sorted(merged["centralized"]) == ["0", "1"]
+    finals = sorted(curve[-1]["return"] for curve in merged["centralized"].values())
+    assert merged["final_median"] == pytest.approx(sum(finals) / 2)
     # A figure from saved results, with no training; an entry saved before the floors were kept
     # gets them recomputed.
     del entry["random_groups"]
@@ -78,3 +100,67 @@ def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> 
     bad.write_text("[1, 2")
     refused = CliRunner().invoke(main, ["--replot", str(bad), "--plot", str(plot)])
     assert refused.exit_code == 2 and "not a --json output" in refused.output
+
+
+def test_a_config_file_gives_the_runs_settings(tmp_path: Path) -> None:
+    # The paper's configs (marlplug/configs/paper_*.yaml) are run this way, with their own sizes.
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        "env: {name: keep_away, agents: 3, adversaries: 2}\n"
+        "algorithm: {name: maddpg, steps_per_iteration: 10, learning_starts: 20,"
+        " minibatch_size: 16, hidden_sizes: [8]}\n"
+        "train: {updates: 4}\n"
+        "coding: {scheme: replication, learners: 6, clock: simulated,"
+        " stragglers: {count: 1, delay_s: 0.5}}\n"
+    )
+    output = tmp_path / "ka.json"
+    args = ["--config", str(config), "--eval-every", "2", "--episodes", "2", "--json", str(output)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    entry = json.loads(output.read_text())["keep_away"]
+    assert (entry["env_options"]["agents"], entry["env_options"]["adversaries"]) == (3, 2)
+    assert entry["coded_label"] == "coded (replication, N=6, k=1, t_s=0.5 s)"
+    centralized, coded = entry["centralized"]["0"], entry["coded"]["0"]
+    assert [p["env_steps"] for p in centralized] == [0, 20, 40]
+    assert [p["return"] for p in coded] == [p["return"] for p in centralized]
+    # The file says what the flags would: giving both is refused, naming the flags.
+    refused = CliRunner().invoke(main, [*args, "--agents", "4", "--num-envs", "2"])
+    assert refused.exit_code == 2
+    assert "drop --agents, --num-envs" in refused.output
+    # A config without a coding: section has no coded run to compare (unless --coded-seeds 0).
+    config.write_text(config.read_text().split("coding:")[0])
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "no coding section" in refused.output
+    config.write_text("env: {name: nowhere}\n")
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "env.name" in refused.output
+
+
+def test_coded_ppo_with_a_state_critic_and_config_path_overrides(tmp_path: Path) -> None:
+    # Any algorithm that acts can be compared; dotted --set keys are config paths (here the coding
+    # section a PPO config lacks), and the evaluation env writes the global state the critic reads.
+    config = tmp_path / "ppo.yaml"
+    config.write_text(
+        "env: {name: cooperative_navigation, agents: 2}\n"
+        "algorithm: {name: ppo, critic: state, hidden_size: 8, feature_dim: 8}\n"
+        "train: {num_envs: 2, rollout_steps: 10, updates: 2, n_epochs: 1, minibatch_size: 10}\n"
+    )
+    output = tmp_path / "ppo.json"
+    coding = [
+        "--set",
+        "coding.scheme=mds",
+        "--set",
+        "coding.learners=3",
+        "--set",
+        "coding.clock=simulated",
+    ]
+    args = ["--config", str(config), *coding, "--eval-every", "1", "--episodes", "1"]
+    result = CliRunner().invoke(main, [*args, "--json", str(output)])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(output.read_text())["cooperative_navigation"]
+    assert entry["coded_label"].startswith("coded (mds, N=3")
+    centralized, coded = entry["centralized"]["0"], entry["coded"]["0"]
+    assert [p["iteration"] for p in centralized] == [0, 1, 2]
+    assert [p["return"] for p in coded] == pytest.approx([p["return"] for p in centralized])
+    refused = CliRunner().invoke(main, [*args, "--set", "coding.learners=many"])
+    assert refused.exit_code == 2 and "coding.learners" in refused.output
