@@ -126,7 +126,7 @@ def parity_config(setup: Mapping[str, Any], *, coded: bool, seed: int) -> Marlpl
     raw = copy.deepcopy(dict(setup))
     if not coded:
         raw.pop("coding", None)
-    elif "coding" not in raw:
+    elif raw.get("coding") is None:
         raise UserError("coding: the config has no coding section: no coded run to compare with")
     raw["seed"] = seed
     raw["logging"] = {**raw.get("logging", {}), "progress": False}
