@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
-import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,12 +29,17 @@ from typing import Any
 import click
 
 from marlplug.algorithms.acting import acting_policy
+from marlplug.bench.parity_results import merge_entry, plot_curves
 from marlplug.config import MarlplugConfig, apply_override, load_config, read_config_file
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
-from marlplug.envs.policies import SCRIPTED_SCENARIOS, random_policy, scripted_policy
+from marlplug.envs.policies import (
+    SCRIPTED_SCENARIOS,
+    random_group_policy,
+    random_policy,
+    scripted_policy,
+)
 from marlplug.errors import UserError
-from marlplug.plotting import saved_figure
 from marlplug.plugins import get_component
 from marlplug.train.orchestrator import run
 
@@ -144,7 +147,10 @@ def evaluation_curve(
 
     Returns:
         One point per evaluation: ``iteration``, ``env_steps``, ``return`` (team, mean over the
-        episodes) and the mean return of each agent group (``return/<group>``).
+        episodes) and the mean return of each agent group (``return/<group>``); with several
+        groups, each group's mean return when it acts uniformly at random against the others'
+        trained agents (``random_vs_trained/<group>``, :func:`random_group_policy`), the
+        reference a group's trained return must beat once its opponents learn.
     """
     env = make_env(
         config.env.name,
@@ -158,6 +164,7 @@ def evaluation_curve(
     )
     program = algorithm.bind(env, config)
     run_dir = folder / "run"
+    groups = list(env.group_map)
     points: list[dict[str, float]] = []
 
     def point(theta: Any, iteration: int, env_steps: int) -> None:
@@ -167,6 +174,11 @@ def evaluation_curve(
         result = evaluate(env, policy, episodes=episodes, seed=config.seed)
         entry = {"iteration": iteration, "env_steps": env_steps, "return": result.mean}
         entry.update({f"return/{g}": v for g, v in result.group_means.items()})
+        if len(groups) > 1:  # each side at random against the other's trained agents
+            for group in groups:
+                mixed = random_group_policy(policy, env, group)
+                against = evaluate(env, mixed, episodes=episodes, seed=config.seed)
+                entry[f"random_vs_trained/{group}"] = against.group_means[group]
         points.append(entry)
 
     point(program.init_state(config.seed)[0], 0, 0)
@@ -202,78 +214,6 @@ def parity_references(
     finally:
         env.close()
     return references
-
-
-def _groups(entry: dict[str, Any]) -> list[str]:
-    """The agent groups whose returns the entry's curves carry (``return/<group>``)."""
-    first = next(iter(entry["centralized"].values()))[0]
-    groups = [key.split("/", 1)[1] for key in first if key.startswith("return/")]
-    return sorted(groups, key=lambda group: (group != "agent", group))  # "agent" keeps one colour
-
-
-def plot_curves(results: dict[str, Any], path: Path) -> Path:
-    """One panel per scenario: every centralized seed solid, the coded run(s) dashed, the random
-    policy dotted. A scenario with one group plots the team's return; one with several (predators
-    and prey, ...) plots each group's return in its own colour, since their sum hides who learns."""
-    scenarios = list(results)
-    columns = min(2, len(scenarios))
-    rows = math.ceil(len(scenarios) / columns)
-    with saved_figure(
-        path, figsize=(5.5 * columns, 3.6 * rows), nrows=rows, ncols=columns, squeeze=False
-    ) as (_, grid):
-        for axes, scenario in zip(grid.flat, scenarios, strict=False):
-            entry = results[scenario]
-            groups = _groups(entry)
-            series = [(f"return/{g}", g) for g in groups] if len(groups) > 1 else [("return", "")]
-            randoms = entry.get("random_groups", {})
-            for colour, (key, group) in enumerate(series):
-                colour_name = f"C{colour}" if group else None
-                for kind, style in (("centralized", "-"), ("coded", "--")):
-                    for index, (seed, curve) in enumerate(entry[kind].items()):
-                        label = (
-                            f"{kind} seed {seed}" if kind == "centralized" else entry["coded_label"]
-                        )
-                        if group and index > 0:
-                            label = "_nolegend_"  # a group's seeds share its colour: one entry
-                        elif group and kind == "centralized":
-                            label = f"{kind}, seed {', '.join(map(str, entry[kind]))}"
-                        axes.plot(
-                            [p["env_steps"] for p in curve],
-                            [p[key] for p in curve],
-                            style,
-                            color=colour_name,
-                            marker="o" if kind == "centralized" else "x",
-                            markersize=3,
-                            label=f"{group}: {label}" if group and index == 0 else label,
-                        )
-                if not group and entry.get("scripted") is not None:
-                    axes.axhline(
-                        entry["scripted"], color="black", linestyle="-.", label="scripted oracle"
-                    )
-                floor = randoms.get(group) if group else entry["random"]
-                if floor is not None:
-                    axes.axhline(
-                        floor,
-                        color=colour_name or "grey",
-                        linestyle=":",
-                        label=f"{group}: random policy" if group else "random policy",
-                    )
-            trained_on = entry.get("env_backend", "mpe")
-            axes.set_title(
-                f"{scenario.replace('_', ' ')}, M = {entry['agents']} "
-                f"(trained on {trained_on}, evaluated on mpe)",
-                fontsize=9,
-            )
-            axes.set_xlabel("env steps")
-            axes.set_ylabel(
-                "greedy evaluation return (per group)"
-                if len(series) > 1
-                else "greedy evaluation return (team)"
-            )
-            axes.legend(fontsize=6)
-        for axes in list(grid.flat)[len(scenarios) :]:
-            axes.axis("off")
-    return path
 
 
 def parity(
@@ -323,34 +263,6 @@ def coded_label(config: MarlplugConfig) -> str:
         f"coded ({coding.scheme.name}, N={coding.learners}, k={stragglers.count}, "
         f"t_s={stragglers.delay_s:g} s)"
     )
-
-
-def merge_entry(merged: dict[str, Any], scenario: str, entry: dict[str, Any]) -> None:
-    """Add ``entry`` (one scenario of a ``--json`` output) to ``merged``: a scenario already there
-    gains the entry's seeds (so seeds trained in separate invocations share a panel) and its
-    ``max_abs_difference`` and ``final_median`` are recomputed over all of them.
-
-    Examples:
-        >>> merged = {}
-        >>> merge_entry(merged, "s", {"centralized": {"0": [{"return": -3.0}]}, "coded": {}})
-        >>> merge_entry(merged, "s", {"centralized": {"1": [{"return": -1.0}]},
-        ...     "coded": {"1": [{"return": -1.0}]}})
-        >>> sorted(merged["s"]["centralized"]), merged["s"]["final_median"]
-        (['0', '1'], -2.0)
-    """
-    if scenario not in merged:
-        merged[scenario] = {**entry, "centralized": {}, "coded": {}}
-    target = merged[scenario]
-    target["centralized"].update(entry["centralized"])
-    target["coded"].update(entry["coded"])
-    gaps = [
-        abs(a["return"] - b["return"])
-        for seed, coded_curve in target["coded"].items()
-        for a, b in zip(coded_curve, target["centralized"][seed], strict=True)
-    ]
-    target["max_abs_difference"] = max(gaps, default=0.0)
-    finals = [curve[-1]["return"] for curve in target["centralized"].values()]
-    target["final_median"] = statistics.median(finals)
 
 
 @click.command()

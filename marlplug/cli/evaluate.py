@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from marlplug.envs.evaluate import (
     evaluation_env,
     reference_returns,
 )
-from marlplug.envs.policies import REFERENCE_POLICIES, Policy
+from marlplug.envs.policies import REFERENCE_POLICIES, Policy, random_group_policy
 from marlplug.errors import UserError
 from marlplug.runs.checkpoint import load_policy
 from marlplug.runs.trained_run import TrainedRun
@@ -139,9 +139,35 @@ def run_target(
     )
 
 
-def write_gif(target: EvaluationTarget, out: Path, *, seed: int, deterministic: bool) -> str:
+def with_random_group(target: EvaluationTarget, group: str) -> EvaluationTarget:
+    """``target`` with ``group``'s agents acting uniformly at random
+    (:func:`~marlplug.envs.policies.random_group_policy`).
+
+    Example:
+        >>> target = reference_target("random", scenario="keep_away", backend="mpe", agents=None)
+        >>> with_random_group(target, "adversary").describe()["random_group"]
+        'adversary'
+    """
+    label = target.label or f"{target.policy_name} policy"
+    return replace(
+        target,
+        policy=random_group_policy(target.policy, target.env, group),
+        label=f"{label}, '{group}' acting at random",
+        details={**target.details, "random_group": group},
+    )
+
+
+def write_gif(
+    target: EvaluationTarget,
+    out: Path,
+    *,
+    seed: int,
+    deterministic: bool,
+    random_group: str | None = None,
+) -> str:
     """Render one episode of ``target`` (seeded like the first evaluation episode) to ``out``;
-    returns what was written. Drawn with the mpe backend, as ``marlplug render`` does."""
+    returns what was written. Drawn with the mpe backend, as ``marlplug render`` does;
+    ``random_group``'s agents act at random (:func:`with_random_group`)."""
     from marlplug.cli.render import save_gif  # imageio: only when a GIF is asked for
 
     episode_seed = derive_seed(seed, EVALUATION_SALT, 0)
@@ -150,6 +176,8 @@ def write_gif(target: EvaluationTarget, out: Path, *, seed: int, deterministic: 
         policy = load_policy(Path(target.policy_name), env, target.config, option=RUN_ARGUMENT)
     else:
         policy = reference_policy(target.policy_name, env, scenario=target.scenario)
+    if random_group is not None:
+        policy = random_group_policy(policy, env, random_group)
     exploration = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
 
     def act(tensordict: TensorDictBase) -> TensorDictBase:
@@ -228,6 +256,14 @@ def format_report(
     help="Evaluation seed (the episodes differ from every training rollout of any seed).",
 )
 @click.option("--sample", is_flag=True, help="Sample actions instead of taking the most likely.")
+@click.option(
+    "--random-group",
+    metavar="GROUP",
+    default=None,
+    help="This group's agents act uniformly at random, the others as the policy says: a trained "
+    "side against a random opponent, or a group's own random reference against the trained "
+    "others (competitive scenarios, e.g. --random-group adversary).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON for tools.")
 @click.option(
     "--gif",
@@ -244,6 +280,7 @@ def evaluate(
     episodes: int,
     seed: int,
     sample: bool,
+    random_group: str | None,
     as_json: bool,
     gif: Path | None,
 ) -> None:
@@ -269,6 +306,8 @@ def evaluate(
             backend=backend or "mpe",
             agents=agents,
         )
+    if random_group is not None:
+        target = with_random_group(target, random_group)
     threads = target.config.train.torch_threads if target.config is not None else 1
     if threads is not None:  # small networks run fastest on one thread (train.torch_threads)
         torch.set_num_threads(threads)
@@ -296,5 +335,7 @@ def evaluate(
     else:
         click.echo(format_report(header, result, label=target.label, references=references))
     if gif is not None:
-        message = write_gif(target, gif, seed=seed, deterministic=not sample)
+        message = write_gif(
+            target, gif, seed=seed, deterministic=not sample, random_group=random_group
+        )
         click.echo(message, err=as_json)

@@ -17,6 +17,7 @@ import torch
 from mpe2._mpe_utils.core import Agent, World
 from scipy.optimize import linear_sum_assignment
 from tensordict import TensorDictBase
+from torchrl.data import Composite
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import RandomPolicy
 
@@ -127,6 +128,41 @@ def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
     """
     del scenario  # any scenario
     return RandomPolicy(env.full_action_spec)
+
+
+def random_group_policy(policy: Policy, env: EnvBase, group: str) -> Policy:
+    """``policy`` for every group but ``group``, whose agents act uniformly at random: the random
+    reference of one side of a competitive scenario against the other side's trained agents.
+
+    A group's return against a uniform random opponent says little once the opponent learns (a
+    zero-sum game's two curves mirror each other); the same group acting at random against the
+    same trained opponents is the reference its trained return must beat.
+
+    Raises:
+        UserError: ``env`` has no group ``group``.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("keep_away", agents=4, adversaries=2, seed=0)
+        >>> def stay(tensordict):  # every agent takes action 0 (no move)
+        ...     return tensordict.update(env.full_action_spec.zero())
+        >>> rollout = env.rollout(3, random_group_policy(stay, env, "adversary"))
+        >>> bool((rollout["agent", "action"] == 0).all())
+        True
+    """
+    groups = list(getattr(env, "group_map", {}))
+    if group not in groups:
+        raise UserError(
+            f"--random-group: '{group}' is not a group of this env; choose one of: "
+            + ", ".join(groups)
+        )
+    spec = env.full_action_spec
+    randomize = RandomPolicy(Composite({group: spec[group]}, shape=spec.shape))
+
+    def act(tensordict: TensorDictBase) -> TensorDictBase:
+        return randomize(policy(tensordict))
+
+    return act
 
 
 def scripted_policy(env: EnvBase, *, scenario: str, nearest: bool = False) -> Policy:

@@ -192,3 +192,28 @@ def test_bad_input_is_one_line(
     assert result.exit_code == 2, (result.out, result.err)
     assert message in result.err and "Traceback" not in result.err
     assert len(result.err.strip().splitlines()) <= 2, result.err
+
+
+def test_one_group_at_random_against_the_others_trained(
+    run_cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    keep_away = [*MADDPG_RUN, "env.name=keep_away", "env.adversaries=1"]
+    overrides = [*keep_away, f"logging.dir={tmp_path}", "logging.run_name=ka"]
+    run = str(run_training(load_config(overrides=overrides)).run_dir)
+    trained = _json(run_cli, run)
+    adversary_random = _json(run_cli, run, "--random-group", "adversary")
+    assert adversary_random["random_group"] == "adversary" and "random_group" not in trained
+    # The adversary's moves are drawn: the same episodes end differently for both sides.
+    assert adversary_random["group_returns"] != trained["group_returns"]
+    out = tmp_path / "episode.gif"
+    result = run_cli(
+        "evaluate", run, "--random-group", "agent", "--episodes", "1", "--gif", str(out)
+    )  # fmt: skip
+    assert result.exit_code == 0, result.err
+    assert "'agent' acting at random" in result.out.splitlines()[0]
+    assert out.stat().st_size > 0
+    result = run_cli("evaluate", run, "--random-group", "prey", "--episodes", "1")
+    assert result.exit_code == 2 and "Traceback" not in result.err
+    assert "--random-group: 'prey' is not a group of this env; choose one of: agent, adversary" in (
+        result.err
+    )

@@ -72,6 +72,11 @@ def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> 
     # Predators and prey: a random floor and a curve per group, since their sum hides who learns.
     assert set(entry["random_groups"]) == {"agent", "adversary"}
     assert {"return/agent", "return/adversary"} <= set(entry["centralized"]["0"][0])
+    # And each group's reference once the other side learns: the group at random against the
+    # other's trained agents, at every point (before training: against the initial actors).
+    for point in entry["centralized"]["0"]:
+        against = {point["random_vs_trained/agent"], point["random_vs_trained/adversary"]}
+        assert all(map(math.isfinite, against))
     # Another seed trained by another invocation joins the same panel: --replot merges the seeds.
     other = tmp_path / "pp_seed1.json"
     result = CliRunner().invoke(

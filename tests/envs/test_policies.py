@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tensordict import TensorDictBase
 
 from marlplug.envs import evaluate, get_scenario, make_env, random_policy, reference_policy
-from marlplug.envs.policies import ScriptedSpread, scripted_policy
+from marlplug.envs.policies import ScriptedSpread, random_group_policy, scripted_policy
 from marlplug.errors import UserError
 from tests.envs.helpers import BACKENDS
 
@@ -91,6 +92,26 @@ def test_random_policy_acts_in_every_group_within_the_spec() -> None:
         action = rollout[group, "action"]
         assert all(env.full_action_spec[group, "action"].is_in(step) for step in action)
         assert action.unique().numel() > 1  # drawn, not constant
+
+
+def test_random_group_policy_randomizes_one_group_and_keeps_the_others() -> None:
+    env = make_env("keep_away", agents=4, adversaries=2, seed=0)
+
+    def stay(tensordict: TensorDictBase) -> TensorDictBase:  # every agent takes action 0
+        return tensordict.update(env.full_action_spec.zero())
+
+    rollout = env.rollout(8, random_group_policy(stay, env, "adversary"))
+    assert bool((rollout["agent", "action"] == 0).all())
+    assert rollout["adversary", "action"].unique().numel() > 1  # drawn, not the policy's
+    # The good agents' returns are now those of random moves against the same still opponents.
+    still = evaluate(env, stay, episodes=4)
+    moving = evaluate(env, random_group_policy(stay, env, "agent"), episodes=4)
+    assert moving.group_returns["agent"] != still.group_returns["agent"]
+    with pytest.raises(
+        UserError,
+        match="--random-group: 'prey' is not a group of this env; choose one of: agent, adversary",
+    ):
+        random_group_policy(stay, env, "prey")
 
 
 def test_scripted_policy_refuses_other_scenarios_and_layouts() -> None:
