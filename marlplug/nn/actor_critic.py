@@ -198,6 +198,7 @@ class GroupActorCritic(nn.Module):
             activation=ACTIVATIONS[activation],
             centralized=critic == "joint",
             shared_input=critic == "state",
+            shared_weights=share_params,  # one shared critic on one input: computed once
         )
         if init == "orthogonal":
             self._orthogonal_init(value_net)

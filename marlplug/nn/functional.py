@@ -69,6 +69,22 @@ def stacked_linear_shared_input(
     return out.reshape(*x.shape[:-1], agents, fan_out)
 
 
+def first_agent_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Agent 0's layer of a stacked ``weight`` ``[A, in, out]`` and ``bias`` ``[A, out]`` on
+    ``x`` ``[*batch, in]``; returns ``[*batch, out]`` (parameter sharing: every agent's rows are
+    agent 0's).
+
+    >>> first_agent_linear(torch.ones(2, 4), torch.ones(3, 4, 5), torch.zeros(3, 5)).shape
+    torch.Size([2, 5])
+    """
+    flat = x.reshape(-1, x.shape[-1])
+    if weight.shape[-1] == 1:  # a one-column product as a row-wise dot, as stacked_linear does
+        out = (flat * weight[0, :, 0]).sum(-1, keepdim=True) + bias[0]
+    else:
+        out = torch.addmm(bias[0], flat, weight[0])
+    return out.reshape(*x.shape[:-1], weight.shape[-1])
+
+
 def stacked_mlp(x: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
     """Forward ``A`` MLPs at once: ``x`` is ``[A, B, in]``, weights ``[A, in, out]``, biases ``[A, out]``.
 

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from marlplug.nn.functional import stacked_linear, stacked_linear_shared_input
+from marlplug.nn.functional import (
+    first_agent_linear,
+    stacked_linear,
+    stacked_linear_shared_input,
+)
 
 
 class StackedLinear(nn.Module):
@@ -93,6 +97,13 @@ class StackedMLP(nn.Module):
         centralized: every agent sees the inputs of all agents (a MAPPO critic).
         shared_input: every agent reads one input ``[*batch, in_features]`` (a global state);
             the output is still ``[*batch, n_agents, out_features]``.
+        shared_weights: every agent's rows hold the same weights (parameter sharing; the trainer
+            keeps them equal). With one input for every agent (``centralized`` or
+            ``shared_input``) every agent's output is then the same: the MLP runs once, with agent
+            0's rows, and each agent gets that output, so its cost does not grow with the number of
+            agents. Agent 0's rows receive the whole gradient and the others none; their mean over
+            the agents, which a shared step applies to every row, is the same as when each agent
+            ran its own copy.
 
     Examples:
         >>> mlp = StackedMLP(n_agents=3, in_features=4, out_features=1, num_cells=[8, 8])
@@ -101,6 +112,14 @@ class StackedMLP(nn.Module):
         >>> StackedMLP(n_agents=3, in_features=6, out_features=1, shared_input=True)(
         ...     torch.zeros(5, 6)).shape
         torch.Size([5, 3, 1])
+        >>> once = StackedMLP(n_agents=3, in_features=6, out_features=1, shared_input=True,
+        ...                   shared_weights=True)
+        >>> with torch.no_grad():  # rows equal, as parameter sharing keeps them
+        ...     for param in once.parameters():
+        ...         _ = param.copy_(param[:1].expand_as(param))
+        >>> values = once(torch.randn(5, 6))
+        >>> values.shape, bool((values == values[:, :1]).all())
+        (torch.Size([5, 3, 1]), True)
     """
 
     def __init__(
@@ -114,12 +133,14 @@ class StackedMLP(nn.Module):
         activate_last_layer: bool = False,
         centralized: bool = False,
         shared_input: bool = False,
+        shared_weights: bool = False,
     ) -> None:
         super().__init__()
         if centralized and shared_input:
             raise ValueError("StackedMLP: centralized and shared_input are exclusive")
         self.n_agents = n_agents
         self.centralized = centralized
+        self.runs_once = shared_weights and (centralized or shared_input)
         widths = [in_features * n_agents if centralized else in_features, *num_cells, out_features]
         layers: list[nn.Module] = []
         for index, (width_in, width_out) in enumerate(itertools.pairwise(widths)):
@@ -153,4 +174,16 @@ class StackedMLP(nn.Module):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if self.centralized:
             inputs = inputs.flatten(-2, -1)
+        if self.runs_once:
+            return self._first_agent(inputs)
         return self.layers(inputs)
+
+    def _first_agent(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Agent 0's MLP on the input every agent reads, given to every agent (``shared_weights``)."""
+        out = inputs
+        for layer in self.layers:
+            if isinstance(layer, StackedLinear):
+                out = first_agent_linear(out, layer.weight, layer.bias)
+            else:
+                out = layer(out)
+        return out.unsqueeze(-2).expand(*out.shape[:-1], self.n_agents, out.shape[-1])

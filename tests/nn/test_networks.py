@@ -61,6 +61,45 @@ def test_centralized_critic_reads_every_agent() -> None:
     assert bool(changed[:, 0].all()) and bool(changed[:, 1].all())
 
 
+@pytest.mark.parametrize(
+    ("layout", "inputs"),
+    [({"shared_input": True}, (9, 6)), ({"centralized": True}, (9, 3, 2))],
+    ids=["state", "joint"],
+)
+def test_a_shared_critic_on_one_input_runs_once_with_the_same_values_and_mean_gradient(
+    layout: dict[str, bool], inputs: tuple[int, ...]
+) -> None:
+    """With equal rows (parameter sharing) and one input for every agent, computing agent 0's
+    MLP once gives every agent the value each would compute, and the same mean gradient over the
+    agents, which is what a shared step applies."""
+    torch.manual_seed(4)
+    each = StackedMLP(
+        n_agents=3, in_features=inputs[-1], out_features=1, num_cells=[8, 8], **layout
+    )
+    once = StackedMLP(
+        n_agents=3, in_features=inputs[-1], out_features=1, num_cells=[8, 8], shared_weights=True,
+        **layout,
+    )  # fmt: skip
+    with torch.no_grad():
+        for mine, theirs in zip(each.parameters(), once.parameters(), strict=True):
+            mine.copy_(mine[:1].expand_as(mine))
+            theirs.copy_(mine)
+    x = torch.randn(*inputs)
+    targets = torch.randn(9, 3, 1)
+    values = {}
+    for name, mlp in (("each", each), ("once", once)):
+        values[name] = mlp(x)
+        ((values[name] - targets) ** 2).sum().backward()
+    torch.testing.assert_close(values["once"], values["each"])
+    for mine, theirs in zip(each.parameters(), once.parameters(), strict=True):
+        assert mine.grad is not None and theirs.grad is not None
+        assert torch.count_nonzero(theirs.grad[1:]) == 0  # agent 0's rows took it all
+        torch.testing.assert_close(theirs.grad.mean(0), mine.grad.mean(0))
+    # Per-agent inputs (the encoder, a local critic) cannot share one computation.
+    local = StackedMLP(n_agents=3, in_features=2, out_features=1, shared_weights=True)
+    assert not local.runs_once
+
+
 def test_encoder_features_shape_and_order() -> None:
     specs = [
         GroupSpec(group="adversary", agent_names=("x0", "x1"), observation_dim=6, n_actions=5),
