@@ -9,6 +9,9 @@ Two sweeps: copies at a fixed number of agents, then agents at a fixed number of
 agents sweep runs once per ``--critic`` (``algorithm.critic``: ``joint``, each agent's critic reads
 every agent's observation; ``state``, the env's compact global state; ``local``, its own
 observation, IPPO), the rows of one M side by side; the num_envs sweep runs with the first critic.
+A critic named with ``+shared`` (``state+shared``) trains with ``algorithm.share_params``: one
+policy and one critic shared by the agents, so a state or joint critic, whose input every agent
+shares, runs once per frame instead of once per agent.
 
 ``--algorithm maddpg`` trains ``marlplug/configs/maddpg_spread.yaml`` on VMAS (its critics read
 every agent's observation and action: ``critic`` is ``joint``). An iteration takes
@@ -30,6 +33,7 @@ sweep with the same critic.
 Examples:
     marlplug bench scaling
     marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
+    marlplug bench scaling --critic state --critic state+shared --agents 8 --agents 32
     marlplug bench scaling --algorithm maddpg --json
 """
 
@@ -55,20 +59,30 @@ from marlplug.train.run import run_training
 #: The packaged config every point of each algorithm starts from.
 CONFIGS = {"ppo": "spread_vmas.yaml", "maddpg": "maddpg_spread.yaml"}
 SCENARIO = "cooperative_navigation"
-CRITICS: tuple[str, ...] = get_args(CriticInput)
+#: ``--critic`` choices: each critic input, alone and with parameter sharing.
+SHARED = "+shared"
+CRITICS: tuple[str, ...] = (
+    *get_args(CriticInput),
+    *(f"{c}{SHARED}" for c in get_args(CriticInput)),
+)
 
 
 def ppo_overrides(
     *, critic: str, rollout_steps: int | None, minibatch: int | None, threads: int
 ) -> list[str]:
-    """``spread_vmas.yaml``'s changes: the critic, the rollout and minibatch (``None``: the
-    config's) and the thread count.
+    """``spread_vmas.yaml``'s changes: the critic (``+shared``: with parameter sharing), the
+    rollout and minibatch (``None``: the config's) and the thread count.
 
     Examples:
         >>> ppo_overrides(critic="state", rollout_steps=5, minibatch=None, threads=1)
         ['algorithm.critic=state', 'train.torch_threads=1', 'train.rollout_steps=5']
+        >>> ppo_overrides(critic="state+shared", rollout_steps=None, minibatch=None, threads=1)
+        ['algorithm.critic=state', 'train.torch_threads=1', 'algorithm.share_params=true']
     """
-    overrides = [f"algorithm.critic={critic}", f"train.torch_threads={threads}"]
+    name, shared, _ = critic.partition(SHARED)
+    overrides = [f"algorithm.critic={name}", f"train.torch_threads={threads}"]
+    if shared:
+        overrides.append("algorithm.share_params=true")
     if rollout_steps is not None:
         overrides.append(f"train.rollout_steps={rollout_steps}")
     if minibatch is not None:
@@ -267,13 +281,13 @@ def run_scaling(
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The human table: one line per point, sweeps in order."""
     lines = [
-        f"{'sweep':<9}{'critic':<7}{'M':>4}{'num_envs':>10}{'frames/s':>11}{'agent-steps/s':>15}"
+        f"{'sweep':<9}{'critic':<14}{'M':>4}{'num_envs':>10}{'frames/s':>11}{'agent-steps/s':>15}"
         f"{'collect':>9}{'update':>8}{'other':>7}{'sim steps/s':>13}{'train/sim':>11}"
         f"{'speed-up':>10}"
     ]
     for row in rows:
         lines.append(
-            f"{row['sweep']:<9}{row['critic']:<7}{row['agents']:>4}{row['num_envs']:>10}"
+            f"{row['sweep']:<9}{row['critic']:<14}{row['agents']:>4}{row['num_envs']:>10}"
             f"{row['fps']:>11,.0f}{row['agent_steps_per_s']:>15,.0f}"
             f"{row['collect_share']:>9.0%}{row['update_share']:>8.0%}{row['other_share']:>7.0%}"
             f"{row['sim_steps_per_s']:>13,.0f}{row['train_over_sim']:>11.2f}"
@@ -299,7 +313,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     default=("joint",),
     show_default=True,
     help="PPO's algorithm.critic: the agents sweep runs once per critic, the num_envs sweep with "
-    "the first (repeat the option; maddpg: joint only).",
+    "the first (repeat the option; maddpg: joint only). With +shared (state+shared): and "
+    "algorithm.share_params, one policy and one critic shared by the agents.",
 )
 @click.option(
     "--num-envs",
@@ -396,7 +411,7 @@ def scaling(
     if algorithm == "maddpg" and set(critics) != {"joint"}:
         raise click.UsageError(
             "--critic: maddpg's critics read every agent's observation and action (joint); "
-            "state and local are ppo's (--algorithm ppo)"
+            "state, local and +shared are ppo's (--algorithm ppo)"
         )
     if algorithm == "maddpg" and threads != 1:
         raise click.UsageError("--threads: maddpg acts and learns on one thread; give --threads 1")

@@ -27,6 +27,7 @@ def test_bench_scaling_json_has_both_sweeps_a_row_per_critic_and_consistent_rati
     args = [
         *("bench", "scaling", "--json", *TINY, "--num-envs", "8", "--rollout-steps", "5"),
         *("--agents", "2", "--agents", "3", "--critic", "state", "--critic", "local"),
+        *("--critic", "state+shared"),
     ]
     result = subprocess.run(
         [sys.executable, "-m", "marlplug.cli.main", *args],
@@ -44,8 +45,10 @@ def test_bench_scaling_json_has_both_sweeps_a_row_per_critic_and_consistent_rati
         ("num_envs", "state", 8, 2),
         ("agents", "state", 4, 2),
         ("agents", "local", 4, 2),
+        ("agents", "state+shared", 4, 2),
         ("agents", "state", 4, 3),
         ("agents", "local", 4, 3),
+        ("agents", "state+shared", 4, 3),
     ]
     for row in rows:
         assert row["algorithm"] == "ppo"
@@ -60,7 +63,8 @@ def test_bench_scaling_json_has_both_sweeps_a_row_per_critic_and_consistent_rati
         assert row["train_over_sim"] == pytest.approx(row["fps"] / row["sim_steps_per_s"], abs=1e-3)
     # One simulator measurement per size, shared by the critics.
     assert rows[2]["sim_steps_per_s"] == rows[3]["sim_steps_per_s"]
-    for sweep, critic in [("num_envs", "state"), ("agents", "state"), ("agents", "local")]:
+    points = [("num_envs", "state"), ("agents", "state"), ("agents", "local")]
+    for sweep, critic in [*points, ("agents", "state+shared")]:
         first, *others = [r for r in rows if (r["sweep"], r["critic"]) == (sweep, critic)]
         assert first["speedup"] == 1.0
         for row in others:
