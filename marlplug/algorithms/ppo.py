@@ -114,8 +114,9 @@ class PPO:
             description="One policy and one critic per agent group (parameter sharing, as "
             "BenchMARL's share_policy_params): every agent's rows start as agent 0's and step with "
             "the group's mean gradient, so each agent learns from every agent's samples "
-            "(obs_norm's and value_norm's running statistics stay per agent). Same cost per step; "
-            "works with coded training.",
+            "(obs_norm's and value_norm's running statistics stay per agent). A state or joint "
+            "critic, whose input every agent shares, then runs once per frame; works with coded "
+            "training.",
         )
 
         @model_validator(mode="before")
