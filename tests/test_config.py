@@ -189,6 +189,11 @@ def test_ppo_runs_with_the_largest_seed_on_every_backend(backend: str) -> None:
             {"algorithm": {"name": "maddpg"}, "train": {"lr": 0.1, "rollout_steps": 100}},
             "train.lr: algorithm 'maddpg' does not use train.lr, train.rollout_steps",
         ),
+        (
+            {"env": {"max_steps": 40}, "train": {"rollout_steps": 30}},
+            "train.rollout_steps: 30 is shorter than an episode (env.max_steps 40); every rollout "
+            "starts from a reset, so training never sees steps 31-40",
+        ),
     ],
 )
 def test_settings_that_do_nothing_are_warned(data: dict[str, Any], message: str) -> None:
@@ -200,6 +205,7 @@ def test_settings_that_do_nothing_are_warned(data: dict[str, Any], message: str)
 def test_a_useful_config_gives_no_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        load_config(data={"env": {"max_steps": 25}, "train": {"rollout_steps": 25}})
         load_config(
             data={
                 "algorithm": {"name": "maddpg"},

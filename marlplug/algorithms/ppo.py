@@ -10,7 +10,7 @@ on-policy source of its minibatches (:class:`~marlplug.algorithms.ppo_rollouts.P
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -67,6 +67,10 @@ class PPO:
 
     class Options(PPOLossOptions):
         """``algorithm: {name: ppo, ...}``: the networks, Adam's epsilon and the PPO loss terms."""
+
+        #: Every rollout starts from a freshly seeded reset (:mod:`marlplug.algorithms.ppo_rollouts`),
+        #: so a rollout shorter than an episode never reaches the episode's later steps.
+        rollouts_start_from_reset: ClassVar[bool] = True
 
         hidden_size: int = Field(
             64, ge=1, le=MAX_WIDTH, description="Hidden width of encoders and critics."

@@ -2,7 +2,7 @@
 
 Each field is checked by its schema; what a schema cannot see is checked here, before any work
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
-fields: a warning), the same loss twice (:func:`check_unique_losses`, run before moved entries
+fields: a warning), PPO rollouts shorter than an episode (a warning), the same loss twice (:func:`check_unique_losses`, run before moved entries
 leave the list), straggler settings that delay nobody, tracker settings of a backend the run does
 not log to, and a memory estimate that refuses runs which cannot fit in this machine's memory.
 """
@@ -51,6 +51,7 @@ def check_config(config: MarlplugConfig) -> None:
     _check_losses_are_used(config)
     _check_global_state(config)
     _check_ignored_train_fields(config)
+    _check_rollouts_cover_episodes(config)
     _check_stragglers(config)
     _check_tracker_settings(config)
     _check_memory(config)
@@ -101,6 +102,32 @@ def _check_ignored_train_fields(config: MarlplugConfig) -> None:
         warn(
             f"train.{given[0]}: algorithm '{config.algorithm.name}' does not use "
             f"{_listing('train.', given)}; its own settings are under algorithm:"
+        )
+
+
+def _check_rollouts_cover_episodes(config: MarlplugConfig) -> None:
+    """A rollout shorter than an episode, where every rollout starts from a reset: training then
+    never sees the episode's later steps, which evaluation runs (a 10-step rollout of 25-step
+    cooperative navigation at 32 agents ended far below random, docs/benchmarks.md).
+
+    Example:
+        >>> import warnings
+        >>> from marlplug.config import load_config
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = load_config(data={"train": {"rollout_steps": 10}})
+        >>> print(caught[0].message)
+        train.rollout_steps: 10 is shorter than an episode (env.max_steps 25); every rollout starts from a reset, so training never sees steps 11-25; set it to at least 25
+    """
+    if not getattr(config.algorithm.options, "rollouts_start_from_reset", False):
+        return
+    episode = getattr(config.env.options, "max_steps", None)
+    steps = config.train.rollout_steps
+    if isinstance(episode, int) and steps < episode:
+        warn(
+            f"train.rollout_steps: {steps} is shorter than an episode (env.max_steps {episode}); "
+            f"every rollout starts from a reset, so training never sees steps {steps + 1}-{episode}; "
+            f"set it to at least {episode}"
         )
 
 

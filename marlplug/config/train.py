@@ -32,7 +32,11 @@ class TrainerSettings(Options):
     # Upper bounds are far beyond any real run; they stop a typo (an extra digit or three) before
     # it allocates terabytes. A memory estimate (marlplug.config.checks) catches the combinations.
     rollout_steps: int = Field(
-        2048, ge=1, le=10**7, description="Environment steps per rollout (per env copy)."
+        2048,
+        ge=1,
+        le=10**7,
+        description="Environment steps per rollout (per env copy). PPO starts every rollout from a "
+        "reset: at least the episode length (env.max_steps), or training never sees later steps.",
     )
     num_envs: int = Field(
         1, ge=1, le=4096, description="Parallel environment copies in the collector."
