@@ -2,9 +2,10 @@
 
 Each field is checked by its schema; what a schema cannot see is checked here, before any work
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
-fields: a warning), PPO rollouts shorter than an episode (a warning), the same loss twice (:func:`check_unique_losses`, run before moved entries
-leave the list), straggler settings that delay nobody, tracker settings of a backend the run does
-not log to, and a memory estimate that refuses runs which cannot fit in this machine's memory.
+fields: a warning), PPO rollouts shorter than an episode (a warning), the same loss twice
+(:func:`check_unique_losses`, run before moved entries leave the list), straggler settings that
+delay nobody, tracker settings of a backend the run does not log to, and a memory estimate that
+refuses runs which cannot fit in this machine's memory.
 """
 
 from __future__ import annotations
