@@ -1,4 +1,4 @@
-"""What physical deception's good agents do (the diagnosis in docs/distributed.md, "The paper's size").
+"""What physical deception's good agents do (docs/distributed.md, "What physical deception's good agents learn").
 
 Physical deception rewards every good agent with the adversary's distance to the target minus the
 distance of the good agent closest to it. A trained run's greedy policy is replayed on the same
@@ -30,6 +30,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marlplug.cli.evaluate import run_target
 from marlplug.envs.policies import MOVES, Policy, random_group_policy
+from marlplug.errors import UserError
 
 STEPS = (0, 3, 6, 10, 15, 20, 24)
 
@@ -55,14 +56,16 @@ class Behaviour:
         ]
 
 
-def behaviour(env: EnvBase, policy: Policy, *, episodes: int, seed: int) -> Behaviour:
+def behaviour(
+    env: EnvBase, policy: Policy, *, episodes: int, episode_steps: int, seed: int
+) -> Behaviour:
     """Distances and moves of the good agents over ``episodes`` greedy episodes of ``policy``."""
     env.set_seed(seed)
     torch.manual_seed(seed)  # the random group's actions come from torch's global generator
     adversary, closest, toward, closest_toward, returns = [], [], [], [], []
     with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
         for _ in range(episodes):
-            rollout = env.rollout(25, policy)
+            rollout = env.rollout(episode_steps, policy)
             observation = rollout["agent", "observation"]
             steps, n_good = rollout.batch_size[-1], observation.shape[-2]
             # A good agent's observation: the target relative to it (2), every landmark relative
@@ -99,9 +102,18 @@ def main() -> None:
     parser.add_argument("--backend", default="mpe")
     parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
-    target = run_target(args.run, scenario=None, backend=args.backend, agents=None)
-    if target.scenario != "physical_deception":
-        sys.exit(f"error: {args.run} trained on {target.scenario}, not physical_deception")
+    try:
+        target = run_target(args.run, scenario=None, backend=args.backend, agents=None)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    if target.scenario != "physical_deception" or target.config is None:
+        print(
+            f"error: {args.run} trained on {target.scenario}, not physical_deception",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    episode_steps = int(getattr(target.config.env.options, "max_steps", 25))
     policies = {
         "trained": target.policy,
         "good agents at random": random_group_policy(target.policy, target.env, "agent"),
@@ -109,7 +121,9 @@ def main() -> None:
     }
     print(f"{args.run}: {args.episodes} greedy {args.backend} episodes (seed {args.seed})")
     for name, policy in policies.items():
-        result = behaviour(target.env, policy, episodes=args.episodes, seed=args.seed)
+        result = behaviour(
+            target.env, policy, episodes=args.episodes, episode_steps=episode_steps, seed=args.seed
+        )
         print("\n".join(result.lines(name)))
 
 
