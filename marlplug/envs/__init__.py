@@ -18,7 +18,7 @@ from marlplug.envs.factory import available_envs, get_scenario, make_env
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.envs.joint import JointEnv, JointEnvWrapper, JointStepResult
 from marlplug.envs.layout import AgentLayout, EnvLayout, GroupLayout, read_layout
-from marlplug.envs.options import AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import AdversarialOptions, EntityOrderOptions, ScenarioOptions
 from marlplug.envs.policies import Policy, random_policy, reference_policy, scripted_policy
 from marlplug.envs.render import render_frame, rollout_frames
 from marlplug.envs.scenario import EnvScenario
@@ -27,6 +27,7 @@ from marlplug.envs.scripted import scripted_rewards
 __all__ = [
     "AdversarialOptions",
     "AgentLayout",
+    "EntityOrderOptions",
     "EnvLayout",
     "EnvScenario",
     "EvaluationResult",

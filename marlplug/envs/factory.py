@@ -7,6 +7,8 @@ from typing import Any
 from torchrl.envs import EnvBase
 
 from marlplug.envs.checks import check_env_object, check_specs_against_data
+from marlplug.envs.entity_order import with_nearest_first
+from marlplug.envs.options import EntityOrderOptions
 from marlplug.envs.scenario import EnvScenario
 from marlplug.envs.state import with_global_state
 from marlplug.errors import ConfigError
@@ -89,4 +91,8 @@ def make_env(
         )
     check_specs_against_data(scenario, component)
     env = check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)
+    chosen = scenario.options
+    if isinstance(chosen, EntityOrderOptions) and chosen.entity_order == "nearest":
+        # A plugin that takes entity_order without declaring lists fails its contract tests.
+        env = with_nearest_first(env, chosen.entity_lists() or {})
     return env if columns is None else with_global_state(env, columns)

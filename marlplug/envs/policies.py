@@ -32,6 +32,27 @@ MOVES = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [0.0, -1.0], [0.0, 1.
 SENSITIVITY = 5.0
 
 
+def in_first_agents_order(relative: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+    """Every agent's landmarks ``relative`` ``[..., agent, landmark, 2]`` reordered as the first
+    agent lists them, matched by absolute position (``position`` ``[..., agent, 2]``): a landmark
+    index then means the same landmark for every agent, whatever order each one observes them in.
+    In world order this is the identity.
+
+    Example:
+        >>> position = torch.tensor([[0.0, 0.0], [1.0, 0.0]])
+        >>> relative = torch.tensor([[[2.0, 0.0], [0.0, 3.0]], [[-1.0, 3.0], [1.0, 0.0]]])
+        >>> in_first_agents_order(relative, position)[1]  # agent 1 listed them the other way round
+        tensor([[ 1.,  0.],
+                [-1.,  3.]])
+    """
+    absolute = position.unsqueeze(-2) + relative  # [..., agent, entry, 2]
+    first = absolute[..., :1, :, :]  # [..., 1, landmark, 2]
+    # gap[..., i, j, k]: agent i's entry k against the first agent's landmark j.
+    gap = (absolute.unsqueeze(-3) - first.unsqueeze(-2)).square().sum(-1)
+    entry = gap.argmin(-1)  # [..., agent, landmark]
+    return relative.gather(-2, entry.unsqueeze(-1).expand_as(relative))
+
+
 class ScriptedSpread:
     """Cooperative navigation's oracle: optimal agent->landmark assignment, then steer to it.
 
@@ -45,7 +66,9 @@ class ScriptedSpread:
 
     The observation layout is mpe2 ``simple_spread``'s (the VMAS backend copies it): own velocity
     (2), own position (2), every landmark relative to the agent (2 N), every other agent relative to
-    it (2 (N - 1)), their silent communication (2 (N - 1)).
+    it (2 (N - 1)), their silent communication (2 (N - 1)). The landmarks may be listed in any order
+    per agent (``env.entity_order: nearest``): the assignment matches them across agents by
+    position (:func:`in_first_agents_order`).
 
     Args:
         agents: N, the number of agents (and landmarks).
@@ -80,6 +103,8 @@ class ScriptedSpread:
         relative = observation[..., 4 : 4 + 2 * n].unflatten(
             -1, (n, 2)
         )  # [..., agent, landmark, 2]
+        if not self.nearest:
+            relative = in_first_agents_order(relative, position)
         distance = relative.norm(dim=-1)  # [..., agent, landmark]
         if self.nearest:
             landmark = distance.argmin(-1)

@@ -19,7 +19,9 @@ from collections.abc import Mapping, Sequence
 import torch
 from tensordict import TensorDictBase
 from torchrl.data import Composite, Unbounded
-from torchrl.envs import EnvBase, Transform, TransformedEnv
+from torchrl.envs import EnvBase, Transform
+
+from marlplug.envs.transformed import with_transform
 
 #: The root key of the global state: ``[*env batch, state_dim]``.
 STATE = "state"
@@ -90,13 +92,6 @@ class GlobalState(Transform):
 
 
 def with_global_state(env: EnvBase, columns: StateColumns) -> EnvBase:
-    """``env`` writing :data:`STATE` (a :class:`GlobalState` appended to its transforms, or one
-    wrapping it); ``env.group_map`` is kept."""
-    group_map = env.group_map
-    transform = GlobalState(columns)
-    if isinstance(env, TransformedEnv):
-        env.append_transform(transform)
-        return env
-    wrapped = TransformedEnv(env, transform)
-    wrapped.group_map = group_map
-    return wrapped
+    """``env`` writing :data:`STATE` (a :class:`GlobalState` added by
+    :func:`~marlplug.envs.transformed.with_transform`); ``env.group_map`` is kept."""
+    return with_transform(env, GlobalState(columns))

@@ -17,7 +17,8 @@ from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import check_env_specs
 
-from marlplug.envs.options import ScenarioOptions
+from marlplug.envs.entity_order import with_nearest_first
+from marlplug.envs.options import EntityOrderOptions, ScenarioOptions
 from marlplug.envs.render import render_frame
 from marlplug.envs.scenario import EnvScenario
 from marlplug.envs.state import with_global_state
@@ -134,6 +135,33 @@ def check_global_state(scenario: EnvScenario, *, num_envs: int, seed: int, steps
     env.close()
 
 
+def check_entity_lists(scenario: EnvScenario, *, num_envs: int, seed: int, steps: int) -> None:
+    """Declared entity lists (``Options.entity_lists``) are whole 2-float positions inside the
+    observation, none overlapping, and the env that sorts them (``entity_order: nearest``) still
+    matches its specs."""
+    lists = scenario.options.entity_lists()
+    if lists is None:
+        assert not isinstance(scenario.options, EntityOrderOptions), (
+            "the options take entity_order (EntityOrderOptions) but declare no entity_lists"
+        )
+        return
+    env = scenario.make(num_envs=num_envs, seed=seed)
+    for group, spans in lists.items():
+        assert group in env.group_map, (
+            f"entity_lists names group {group!r}; groups: {sorted(env.group_map)}"
+        )
+        width = env.observation_spec[group, "observation"].shape[-1]
+        columns = [
+            column for first, entries in spans for column in range(first, first + 2 * entries)
+        ]
+        assert all(0 <= column < width for column in columns), (
+            f"entity_lists of group {group!r} reach outside its {width} observation columns"
+        )
+        assert len(set(columns)) == len(columns), f"entity_lists of group {group!r} overlap"
+    check_rollout_matches_specs(with_nearest_first(env, lists), steps)
+    env.close()
+
+
 def check_seeding(
     scenario: EnvScenario, *, num_envs: int, seed: int, steps: int, seeds_differ: bool
 ) -> None:
@@ -203,6 +231,7 @@ def check_env_scenario(
             check_render(env)
         env.close()
         check_global_state(scenario, num_envs=copies, seed=seed, steps=steps)
+        check_entity_lists(scenario, num_envs=copies, seed=seed, steps=steps)
         check_seeding(scenario, num_envs=copies, seed=seed, steps=steps, seeds_differ=seeds_differ)
 
 
@@ -263,6 +292,10 @@ class EnvScenarioContract:
     def test_global_state(self) -> None:
         for copies in self.num_envs:
             check_global_state(self._scenario(), num_envs=copies, seed=self.seed, steps=self.steps)
+
+    def test_entity_lists(self) -> None:
+        for copies in self.num_envs:
+            check_entity_lists(self._scenario(), num_envs=copies, seed=self.seed, steps=self.steps)
 
     def test_render(self) -> None:
         if not self.renders:

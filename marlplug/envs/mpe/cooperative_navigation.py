@@ -8,12 +8,13 @@ from mpe2._mpe_utils.core import World
 from mpe2._mpe_utils.scenario import BaseScenario
 from mpe2.simple_spread.simple_spread import Scenario as SimpleSpreadScenario
 
+from marlplug.envs.entity_order import EntityLists
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import ScenarioOptions
+from marlplug.envs.options import EntityOrderOptions, ScenarioOptions
 from marlplug.envs.state import StateColumns
 
 
-class CooperativeNavigationOptions(ScenarioOptions):
+class CooperativeNavigationOptions(EntityOrderOptions):
     """Options of cooperative navigation: M agents and as many landmarks.
 
     Both backends share these options and give the same observations (``[velocity, position,
@@ -31,6 +32,16 @@ class CooperativeNavigationOptions(ScenarioOptions):
         own = [(agent, column) for agent in range(self.agents) for column in range(4)]
         landmarks = [(0, 4 + column) for column in range(2 * self.agents)]
         return {"agent": own + landmarks}
+
+    def entity_lists(self) -> EntityLists:
+        """The landmarks (from column 4, M of them) and the other agents (M - 1, after the
+        landmarks) relative to the agent. Their silent communication slots (all zeros in
+        simple_spread) stay as they are.
+
+        >>> CooperativeNavigationOptions(agents=3).entity_lists()
+        {'agent': [(4, 3), (10, 2)]}
+        """
+        return {"agent": [(4, self.agents), (4 + 2 * self.agents, self.agents - 1)]}
 
 
 class CooperativeNavigation(MpeScenario):
