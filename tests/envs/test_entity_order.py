@@ -50,7 +50,7 @@ def test_nearest_first_sorts_each_list_and_changes_nothing_else(backend: str) ->
             length = lengths(sorted_seen, span)
             assert bool((length[..., 1:] >= length[..., :-1]).all()), f"{span} not nearest first"
             # The same entries, permuted.
-            expected = nearest_first(seen, span.start, (span.stop - span.start) // 2)
+            expected = nearest_first(seen, [(span.start, (span.stop - span.start) // 2)])
             assert torch.equal(sorted_seen[..., span], expected[..., span])
     assert not torch.equal(world["agent", "observation"], nearest["agent", "observation"])
 
