@@ -103,7 +103,7 @@ class ScriptedSpread:
         relative = observation[..., 4 : 4 + 2 * n].unflatten(
             -1, (n, 2)
         )  # [..., agent, landmark, 2]
-        if not self.nearest:
+        if not self.nearest:  # the assignment needs landmark j to be the same for every agent
             relative = in_first_agents_order(relative, position)
         distance = relative.norm(dim=-1)  # [..., agent, landmark]
         if self.nearest:
