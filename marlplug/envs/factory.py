@@ -93,6 +93,9 @@ def make_env(
     env = check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)
     chosen = scenario.options
     if isinstance(chosen, EntityOrderOptions) and chosen.entity_order == "nearest":
-        # A plugin that takes entity_order without declaring lists fails its contract tests.
-        env = with_nearest_first(env, chosen.entity_lists() or {})
+        lists = chosen.entity_lists()
+        # None: a plugin that takes entity_order without declaring lists fails its contract
+        # tests. Empty: nothing to sort at this size (physical deception with one good agent).
+        if lists:
+            env = with_nearest_first(env, lists)
     return env if columns is None else with_global_state(env, columns)

@@ -78,3 +78,50 @@ def test_the_reference_returns_do_not_depend_on_the_order(backend: str) -> None:
 def test_a_scenario_without_entity_lists_refuses_nearest_naming_the_field() -> None:
     with pytest.raises(ConfigError, match=r"unknown field .*entity_order"):
         make_env("predator_prey", agents=3, adversaries=1, entity_order="nearest")
+
+
+@pytest.mark.parametrize("backend", ["mpe", "vmas"])
+def test_physical_deception_sorts_landmarks_and_good_agents_keeping_target_and_adversary(
+    backend: str,
+) -> None:
+    agents, landmarks = 5, 4  # 4 good agents; a good agent sees 1 adversary and 3 good agents
+
+    def run(entity_order: str):
+        env = make_env(
+            "physical_deception", backend=backend, agents=agents, seed=0, entity_order=entity_order
+        )
+        torch.manual_seed(0)
+        try:
+            return env.rollout(5)
+        finally:
+            env.close()
+
+    world, nearest = run("world"), run("nearest")
+    for group in ("agent", "adversary"):
+        key = ("next", group, "reward")
+        assert torch.equal(world[key], nearest[key])
+    good, good_sorted = world["agent", "observation"], nearest["agent", "observation"]
+    adversary_slot = 2 + 2 * landmarks
+    # The target and the adversary keep their slots in a good agent's view.
+    assert torch.equal(good[..., :2], good_sorted[..., :2])
+    assert torch.equal(
+        good[..., adversary_slot : adversary_slot + 2],
+        good_sorted[..., adversary_slot : adversary_slot + 2],
+    )
+    seen = nearest["adversary", "observation"]
+    for observation, span in (
+        (good_sorted, slice(2, adversary_slot)),  # landmarks
+        (good_sorted, slice(adversary_slot + 2, good.shape[-1])),  # the other good agents
+        (seen, slice(0, 2 * landmarks)),  # landmarks, as the adversary sees them
+        (seen, slice(2 * landmarks, seen.shape[-1])),  # every good agent
+    ):
+        length = lengths(observation, span)
+        assert bool((length[..., 1:] >= length[..., :-1]).all()), f"{span} not nearest first"
+    # Nearest first moved something: the lists were not already sorted.
+    assert not torch.equal(good, good_sorted)
+
+
+def test_physical_deception_with_one_good_agent_has_nothing_to_sort() -> None:
+    world = make_env("physical_deception", agents=2, seed=0).reset()
+    nearest = make_env("physical_deception", agents=2, seed=0, entity_order="nearest").reset()
+    assert torch.equal(world["agent", "observation"], nearest["agent", "observation"])

@@ -10,12 +10,22 @@ from mpe2.simple_adversary.simple_adversary import Scenario as SimpleAdversarySc
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from marlplug.envs.entity_order import EntityLists
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import (
+    MAX_AGENTS,
+    AdversarialOptions,
+    EntityOrderOptions,
+    ScenarioOptions,
+)
 
 
-class PhysicalDeceptionOptions(AdversarialOptions):
-    """Options of physical deception: M-1 good agents, exactly one adversary, L landmarks."""
+class PhysicalDeceptionOptions(AdversarialOptions, EntityOrderOptions):
+    """Options of physical deception: M-1 good agents, exactly one adversary, L landmarks.
+
+    Both backends give the same observations: a good agent sees ``[target, landmarks, adversary,
+    other good agents]`` and the adversary ``[landmarks, good agents]``, each relative to itself.
+    """
 
     agents: int = Field(
         3, ge=2, le=MAX_AGENTS, description="Total number of agents M (M-1 good + 1 adversary)."
@@ -39,6 +49,23 @@ class PhysicalDeceptionOptions(AdversarialOptions):
     def num_landmarks(self) -> int:
         """``landmarks``, or ``agents - 1`` when it is null."""
         return self.landmarks if self.landmarks is not None else self.agents - 1
+
+    def entity_lists(self) -> EntityLists:
+        """The landmarks and the other good agents; the target (a good agent's first two columns)
+        and the adversary (in a good agent's view) keep their slots, so nearest first never hides
+        which entity is which. Lists of one entry are left out (nothing to sort), and so is a
+        group left with none.
+
+        >>> PhysicalDeceptionOptions(agents=4).entity_lists()
+        {'agent': [(2, 3), (10, 2)], 'adversary': [(0, 3), (6, 3)]}
+        """
+        landmarks, good = self.num_landmarks, self.agents - 1
+        lists = {
+            "agent": [(2, landmarks), (4 + 2 * landmarks, good - 1)],
+            "adversary": [(0, landmarks), (2 * landmarks, good)],
+        }
+        kept = {group: [span for span in spans if span[1] > 1] for group, spans in lists.items()}
+        return {group: spans for group, spans in kept.items() if spans}
 
 
 class _SizedAdversaryScenario(SimpleAdversaryScenario):
