@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any, get_args
 
@@ -112,6 +113,21 @@ def maddpg_overrides(
     ]
 
 
+#: Config keys the bench sets at every point, and the option that chooses them instead of --set.
+BENCH_KEYS = {
+    "env.agents": "--agents (or --base-agents)",
+    "train.num_envs": "--num-envs (or --base-envs)",
+    "train.updates": "--updates",
+    "env.backend": "none: the bench trains on vmas",
+    "algorithm.critic": "--critic",
+    "algorithm.share_params": "--critic NAME+shared",
+    "train.torch_threads": "--threads",
+    "train.rollout_steps": "--rollout-steps",
+    "train.minibatch_size": "--minibatch",
+    "algorithm.minibatch_size": "--minibatch",
+}
+
+
 def config_path(algorithm: str) -> str:
     """The packaged config of ``algorithm`` (``ppo`` or ``maddpg``)."""
     return str(resources.files("marlplug.configs").joinpath(CONFIGS[algorithm]))
@@ -128,6 +144,7 @@ def train_point(
     algorithm: str = "ppo",
     critic: str = "joint",
     seed: int = 0,
+    sets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Train ``algorithm``'s packaged config at one size; frames/s and where the time went.
 
@@ -135,6 +152,7 @@ def train_point(
     and ``train.minibatch_size``, MADDPG's steps per copy per iteration (see
     :func:`maddpg_overrides`) and ``algorithm.minibatch_size``; ``critic`` is PPO's
     ``algorithm.critic``. ``rollout_steps`` in the row is the steps per copy per iteration.
+    ``sets`` are the user's ``KEY=VALUE`` overrides, applied last.
 
     Examples:
         >>> row = train_point(num_envs=4, agents=2, updates=2, rollout_steps=5, minibatch=10,
@@ -171,6 +189,7 @@ def train_point(
             f"logging.dir={folder}",
             "logging.progress=false",
             *extra,
+            *sets,
         ]
         result = run_training(load_config(path, overrides))
     frames_per_update = result.frames // len(result.iterations)
@@ -226,11 +245,12 @@ def run_scaling(
     threads: int = 1,
     algorithm: str = "ppo",
     critics: tuple[str, ...] = ("joint",),
+    sets: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Both sweeps; one row per point, with ``sweep`` ("num_envs" or "agents") and the ratios.
 
     The num_envs sweep trains with ``critics[0]``, the agents sweep with each critic in turn at each
-    number of agents.
+    number of agents; ``sets`` (``KEY=VALUE``) change the config of every point.
 
     Examples:
         >>> rows = run_scaling(num_envs=(4, 8), agents=(2,), base_agents=2, base_envs=4,
@@ -262,6 +282,7 @@ def run_scaling(
                     threads=threads,
                     algorithm=algorithm,
                     critic=critic,
+                    sets=sets,
                 ),
             }
             if (envs, count) not in sims:
@@ -273,6 +294,7 @@ def run_scaling(
             first = next(r for r in [*rows, row] if (r["sweep"], r["critic"]) == (sweep, critic))
             row["speedup"] = round(row["fps"] / first["fps"], 2) if first["fps"] else None
             row["threads"] = threads
+            row["sets"] = list(sets)
             rows.append(row)
             progress.advance()
     return rows
@@ -382,6 +404,14 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     type=click.IntRange(min=1),
     help="torch intra-op threads (maddpg: 1, as it trains on one thread).",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change the packaged config at every point, e.g. --set env.entity_order=world or --set "
+    "algorithm.activation=relu (YAML values; repeatable; applied after the bench's own settings).",
+)
 def scaling(
     as_json: bool,
     algorithm: str,
@@ -395,6 +425,7 @@ def scaling(
     minibatch: int | None,
     sim_steps: int,
     threads: int,
+    sets: tuple[str, ...],
 ) -> None:
     """Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.
 
@@ -407,6 +438,7 @@ def scaling(
         marlplug bench scaling
         marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
         marlplug bench scaling --algorithm maddpg --json
+        marlplug bench scaling --agents 32 --set env.entity_order=world
     """
     if algorithm == "maddpg" and set(critics) != {"joint"}:
         raise click.UsageError(
@@ -415,6 +447,14 @@ def scaling(
         )
     if algorithm == "maddpg" and threads != 1:
         raise click.UsageError("--threads: maddpg acts and learns on one thread; give --threads 1")
+    for assignment in sets:
+        key = assignment.partition("=")[0].strip()
+        if key in BENCH_KEYS:
+            raise click.UsageError(
+                f"--set {key}: the bench sets it at every point; use {BENCH_KEYS[key]}"
+            )
+    # A bad --set fails here, in one line, not after the points before it have trained.
+    load_config(config_path(algorithm), list(sets))
     rows = run_scaling(
         num_envs=num_envs,
         agents=agents,
@@ -427,5 +467,6 @@ def scaling(
         threads=threads,
         algorithm=algorithm,
         critics=critics,
+        sets=sets,
     )
     click.echo(json.dumps(rows, indent=2) if as_json else format_table(rows))

@@ -7,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from marlplug.bench.scaling import format_table, scaling
+from marlplug.bench.scaling import format_table, scaling, train_point
 
 #: Every point a few seconds: 4 copies of 2-3 agents, 2 updates of 5 steps per copy.
 TINY = [
@@ -137,3 +139,42 @@ def test_bench_scaling_table_names_every_column() -> None:
             *("25%", "60%", "15%", "46,157", "0.13", "2.50x"),
         ],
     ]
+
+
+def test_train_point_applies_the_users_sets_after_its_own() -> None:
+    # train.updates is the bench's own setting; a later assignment wins, so 3 updates run.
+    row = train_point(
+        num_envs=4,
+        agents=2,
+        updates=2,
+        rollout_steps=5,
+        minibatch=10,
+        threads=1,
+        sets=["train.updates=3", "env.entity_order=world"],
+    )
+    assert row["frames"] == 3 * 5 * 4
+
+
+def test_bench_scaling_records_the_sets_in_every_row() -> None:
+    args = ["--json", *TINY, "--agents", "2", "--set", "algorithm.activation=relu"]
+    result = CliRunner().invoke(scaling, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [row["sets"] for row in rows] == [["algorithm.activation=relu"]] * 2
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("env.agents=8", "error: --set env.agents: the bench sets it at every point; use --agents"),
+        ("train.torch_threads=2", "error: --set train.torch_threads: the bench sets it at every"),
+        ("env.entity_order=sideways", "env.entity_order"),
+    ],
+)
+def test_bench_scaling_refuses_a_bad_set_before_training_in_one_line(
+    assignment: str, message: str, run_cli: Callable[..., Any]
+) -> None:
+    result = run_cli("bench", "scaling", *TINY, "--set", assignment)
+    assert result.exit_code == 2
+    assert message in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) <= 2
