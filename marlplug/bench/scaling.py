@@ -125,6 +125,9 @@ BENCH_KEYS = {
     "train.rollout_steps": "--rollout-steps",
     "train.minibatch_size": "--minibatch",
     "algorithm.minibatch_size": "--minibatch",
+    "algorithm.steps_per_iteration": "--rollout-steps",
+    "algorithm.learning_starts": "none: maddpg learns from the first iteration here",
+    "algorithm.buffer_size": "none: the buffer holds the whole run",
 }
 
 
