@@ -183,9 +183,16 @@ class PpoProgram:
 
     @staticmethod
     def _unpack(group: _Group, rows: torch.Tensor) -> list[torch.Tensor]:
-        """A group's stacked tensors (contiguous copies) from its ``[k, ·]`` rows."""
+        """A group's stacked tensors (contiguous copies) from its ``[k, ·]`` rows.
+
+        Always copies: a one-agent group's column slice is already contiguous, and views of one
+        row would share its autograd version counter (an in-place statistics update in the forward
+        then breaks the backward) and write through to the caller's rows.
+        """
         return [
-            rows[:, slot.start : slot.stop].reshape(rows.shape[0], *slot.shape).contiguous()
+            rows[:, slot.start : slot.stop]
+            .clone(memory_format=torch.contiguous_format)
+            .reshape(rows.shape[0], *slot.shape)
             for slot in group.slots
         ]
 

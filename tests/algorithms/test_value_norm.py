@@ -164,3 +164,17 @@ def learner_program(config: object) -> object:
 
     env = make_env("cooperative_navigation", agents=2, seed=0)
     return learner_algorithm(config).bind(env, config)  # type: ignore[arg-type]
+
+
+def test_a_one_agent_group_updates_and_leaves_the_input_rows_untouched() -> None:
+    # One agent's column slices of its row are contiguous views; the update must still copy them
+    # (physical deception's lone adversary: the statistics' in-place update broke the backward).
+    model = make_model((("agent", 2), ("adversary", 1)), value_norm=True)
+    program = PPO(value_norm=True).program(make_loss(model), lr=1e-2, max_grad_norm=0.5)
+    theta, opt_state = program.rows()
+    before = theta.clone(), opt_state.clone()
+    out = program.update(theta, opt_state, make_batch(model), [0, 1, 2], seed=7)
+    assert torch.equal(theta, before[0]) and torch.equal(opt_state, before[1])
+    adversary = _stats_columns(program, "adversary")
+    assert out.theta[2, adversary][2] == 1.0  # its statistics took the minibatch
+    assert bool(out.stats["stepped"].all())
