@@ -108,15 +108,17 @@ def test_physical_deception_sorts_landmarks_and_good_agents_keeping_target_and_a
         good[..., adversary_slot : adversary_slot + 2],
         good_sorted[..., adversary_slot : adversary_slot + 2],
     )
-    seen = nearest["adversary", "observation"]
-    for observation, span in (
-        (good_sorted, slice(2, adversary_slot)),  # landmarks
-        (good_sorted, slice(adversary_slot + 2, good.shape[-1])),  # the other good agents
-        (seen, slice(0, 2 * landmarks)),  # landmarks, as the adversary sees them
-        (seen, slice(2 * landmarks, seen.shape[-1])),  # every good agent
+    seen, seen_sorted = world["adversary", "observation"], nearest["adversary", "observation"]
+    for before, after, span in (
+        (good, good_sorted, slice(2, adversary_slot)),  # landmarks
+        (good, good_sorted, slice(adversary_slot + 2, good.shape[-1])),  # the other good agents
+        (seen, seen_sorted, slice(0, 2 * landmarks)),  # landmarks, as the adversary sees them
+        (seen, seen_sorted, slice(2 * landmarks, seen.shape[-1])),  # every good agent
     ):
-        length = lengths(observation, span)
+        length = lengths(after, span)
         assert bool((length[..., 1:] >= length[..., :-1]).all()), f"{span} not nearest first"
+        # The same entries, reordered: the lengths are world order's, sorted.
+        assert torch.equal(lengths(before, span).sort(dim=-1).values, length)
     # Nearest first moved something: the lists were not already sorted.
     assert not torch.equal(good, good_sorted)
 
