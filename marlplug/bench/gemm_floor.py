@@ -1,5 +1,5 @@
 """The GEMM floor of a step (``marlplug bench loss``): its matrix-product FLOPs, counted by torch's
-``FlopCounterMode``, at the fp32 GEMM rate measured in the same process; and the interleaved
+``FlopCounterMode``, at the fp32 rate of a reference product timed beside the step; and the interleaved
 timer every row of that benchmark uses.
 """
 
@@ -60,17 +60,19 @@ def gemm_flops(function: Callable[[], object]) -> int:
     return sum(count for op, count in counts.items() if str(op) in MATRIX_PRODUCTS)
 
 
-def gemm_rate_gflops(shape: tuple[int, int, int] = GEMM_SHAPE, *, repeats: int = 5) -> float:
-    """The machine's fp32 GEMM rate (GFLOP/s) at torch's current thread count: ``2·m·k·n`` FLOPs of
-    an ``[m, k] @ [k, n]`` product over its median time in ``repeats`` runs.
+def gemm_reference(shape: tuple[int, int, int] = GEMM_SHAPE) -> tuple[Callable[[], object], float]:
+    """The product whose rate sets the floor, and its GFLOP: ``[m, k] @ [k, n]`` in fp32, ``2·m·k·n``.
 
-    >>> gemm_rate_gflops((8, 8, 8), repeats=1) > 0
-    True
+    Time it in the same interleaved rounds as the step it is a floor for, so that a change in
+    the machine's speed (load, clocks) moves both alike.
+
+    >>> product, gflop = gemm_reference((2, 3, 4))
+    >>> tuple(product().shape), gflop  # doctest: +ELLIPSIS
+    ((2, 4), 4.8e-08)
     """
     m, k, n = shape
     left, right = torch.randn(m, k), torch.randn(k, n)
-    ms = interleaved_median_ms({"gemm": lambda: left @ right}, repeats=repeats, warmup=1)["gemm"]
-    return 2 * m * k * n / (ms * 1e-3) / 1e9
+    return (lambda: left @ right), 2 * m * k * n / 1e9
 
 
 def significant(value: float, digits: int = 4) -> float:

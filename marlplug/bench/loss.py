@@ -3,8 +3,9 @@
 (a) one forward + backward + per-agent clip + Adam step, joint vs separate, M in {2, 8, 32};
 (b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product;
 (c) the joint step's GEMM floor (:mod:`marlplug.bench.gemm_floor`): its matrix-product FLOPs at the
-fp32 GEMM rate measured once per run at the same thread count, and the step's time over it.
-All implementations of one row are timed in interleaved rounds (medians), so load changes hit them alike.
+fp32 GEMM rate of a reference product, and the step's time over it.
+All implementations of one row, and the reference product, are timed in interleaved rounds (medians),
+so load and clock changes hit them alike.
 On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 """
 
@@ -27,7 +28,7 @@ from marlplug.algorithms.ppo import PPO
 from marlplug.bench.gemm_floor import (
     GEMM_SHAPE,
     gemm_flops,
-    gemm_rate_gflops,
+    gemm_reference,
     interleaved_median_ms,
     significant,
     with_gemm_floor,
@@ -220,8 +221,10 @@ def measure(
     """One row of the benchmark: timings (ms) for ``n_agents`` agents whose critics read ``critic``,
     and ``gemm_gflop``, the matrix-product GFLOP of one joint step (:func:`gemm_flops`: actor and
     critic forward and backward, and the ``feature_abs_corr`` diagnostic's product; not the critic's
-    one-unit output layer, a row-wise dot product). ``after_round`` is called after each of the
-    ``repeats`` timed rounds."""
+    one-unit output layer, a row-wise dot product), and the floor it sets
+    (:func:`~marlplug.bench.gemm_floor.with_gemm_floor`) at the rate of the reference product
+    (:func:`~marlplug.bench.gemm_floor.gemm_reference`) timed in the same rounds. ``after_round``
+    is called after each of the ``repeats`` timed rounds."""
     torch.manual_seed(0)
     model, batch = model_and_batch(
         n_agents, rows=rows, hidden=hidden, critic=critic, activation=activation
@@ -255,8 +258,10 @@ def measure(
     def backward(function: Callable[[], torch.Tensor]) -> Callable[[], None]:
         return lambda: function().backward()
 
+    product, product_gflop = gemm_reference()
     timings = interleaved_median_ms(
         {
+            "gemm": product,
             "joint": joint_step,
             "separate": separate_step,
             "redundancy": backward(lambda: redundancy_all_pairs(features)),
@@ -272,7 +277,7 @@ def measure(
         timings["pairloop"],
         timings["floor"],
     )
-    return {
+    row = {
         "agents": n_agents,
         "joint_ms": round(joint_ms, 3),
         "separate_ms": round(separate_ms, 3),
@@ -285,6 +290,7 @@ def measure(
         "redundancy_over_floor": round(redundancy_ms / floor_ms, 3),
         "gemm_gflop": significant(gemm_gflop),
     }
+    return with_gemm_floor(row, product_gflop / (timings["gemm"] * 1e-3))
 
 
 @click.command()
@@ -350,7 +356,6 @@ def loss(
 
     The redundancy penalty runs all-pairs, as a pair loop and as one Gram product."""
     torch.set_num_threads(threads)
-    rate = gemm_rate_gflops()
     results: list[dict[str, float | str]] = []
     with stderr_progress(len(agent_counts) * repeats, label="bench loss") as progress:
         for m in agent_counts:
@@ -366,7 +371,7 @@ def loss(
             )
             results.append(
                 {
-                    **with_gemm_floor(row, rate),
+                    **row,
                     "critic": critic,
                     "activation": activation,
                     "threads": threads,
@@ -378,8 +383,8 @@ def loss(
     gemm = "x".join(map(str, GEMM_SHAPE))
     click.echo(
         f"B={rows}, hidden={hidden}, critic={critic}, activation={activation}, "
-        f"torch threads={threads}, medians of {repeats}"
-        f" (ms); fp32 GEMM {gemm}: {rate:.1f} GFLOP/s"
+        f"torch threads={threads}, medians of {repeats} (ms); GEMM rate: an fp32 {gemm} product "
+        "timed in the same rounds"
     )
     columns = {
         "M": "agents",
@@ -393,6 +398,7 @@ def loss(
         "red./floor": "redundancy_over_floor",
         "red./joint": "redundancy_ratio",
         "gemm GFLOP": "gemm_gflop",
+        "GFLOP/s": "gemm_gflops_rate",
         "gemm floor": "gemm_floor_ms",
         "step/floor": "step_over_floor",
     }
