@@ -26,7 +26,8 @@ loop's wall time, the first iteration's warm-up included: give more ``--updates`
 agent-steps/s (frames/s x M: every frame is one step of all M agents), the shares of that time spent
 collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
 the simulator's own rate with random actions at the same size
-(:func:`marlplug.bench.envs.time_steps`, measured once per size), so ``train/sim`` says how much of
+(:func:`marlplug.bench.envs.time_steps`, the median of :data:`SIM_REPEATS` timings, once per
+size), so ``train/sim`` says how much of
 the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
 sweep with the same critic.
 
@@ -40,6 +41,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -62,6 +64,9 @@ from marlplug.config import load_config
 from marlplug.envs.factory import make_env
 from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
+
+#: Timings of the simulator alone per size; their median is its rate.
+SIM_REPEATS = 5
 
 
 def train_point(
@@ -148,19 +153,34 @@ def train_point(
     }
 
 
-def simulator_rate(*, num_envs: int, agents: int, steps: int, threads: int) -> float:
-    """Joint steps/s of the VMAS env alone (random actions, auto-resets) at this size."""
+def simulator_rate(
+    *, num_envs: int, agents: int, steps: int, threads: int, repeats: int = SIM_REPEATS
+) -> float:
+    """Joint steps/s of the VMAS env alone (random actions, auto-resets) at this size: the median
+    of ``repeats`` timings of ``steps`` steps each.
+
+    One timing of a few tenths of a second moved by up to 1.7x between runs on an idle 2-core
+    machine (M = 8, 256 copies: 44k to 74k steps/s), and train/sim with it; the median of five
+    does not follow a single slow or fast burst.
+
+    Examples:
+        >>> simulator_rate(num_envs=2, agents=2, steps=2, threads=1, repeats=3) > 0
+        True
+    """
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         env = make_env(SCENARIO, backend="vmas", num_envs=num_envs, seed=0, agents=agents)
         with torch.no_grad():
             _, state = time_steps(env, env.reset(), 3)  # warm-up
-            seconds, _ = time_steps(env, state, steps)
+            timings = []
+            for _ in range(repeats):
+                seconds, state = time_steps(env, state, steps)
+                timings.append(seconds)
         env.close()
     finally:
         torch.set_num_threads(previous)
-    return num_envs * steps / seconds
+    return num_envs * steps / statistics.median(timings)
 
 
 def run_scaling(
@@ -326,7 +346,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     default=50,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Steps of the simulator-only measurement per size.",
+    help=f"Steps of each of the {SIM_REPEATS} timings of the simulator alone per size (their median).",
 )
 @click.option(
     "--threads",
