@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
-ruff check marlplug tests plugins
-ruff format --check marlplug tests plugins
+ruff check .
+ruff format --check .  # the code blocks of the Markdown docs too
 mypy
 # The layer contracts in pyproject.toml ([tool.importlinter]): no back-arrow between packages.
 lint-imports

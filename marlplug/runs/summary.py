@@ -179,14 +179,18 @@ def summary_lines(
         return per agent: -1.000 -> -0.500 (first 1 vs last 1 updates: -1.000 -> -0.500, +0.500)
         return, team:     -3.000 -> -1.500 (first 1 vs last 1 updates: -3.000 -> -1.500, +1.500)
         frames:           20 (5 frames/s)
+        >>> summary_lines(Done([]), run_dir=Path("runs/a"), metrics="", outputs=[])[0]
+        'return per agent: - (no episode ended during training)'
     """
     history = totals.history
+    # A return is counted when an episode ends inside a rollout; a short run may see none.
+    none = "- (no episode ended during training)"
     labelled: list[tuple[str, object]] = [
         (
             "return per agent",
-            _return_line([p.per_agent for p in history]) if history else "-",
+            _return_line([p.per_agent for p in history]) if history else none,
         ),
-        ("return, team", _return_line([p.team for p in history]) if history else "-"),
+        ("return, team", _return_line([p.team for p in history]) if history else none),
         ("frames", _frames_line(totals)),
         *(
             [("evaluation, team", totals.final_evaluation.describe())]
