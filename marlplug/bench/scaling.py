@@ -26,9 +26,8 @@ loop's wall time, the first iteration's warm-up included: give more ``--updates`
 agent-steps/s (frames/s x M: every frame is one step of all M agents), the shares of that time spent
 collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
 the simulator's own rate with random actions at the same size
-(:func:`marlplug.bench.envs.time_steps`, the median of :data:`SIM_REPEATS` timings, once per
-size), so ``train/sim`` says how much of
-the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
+(:func:`marlplug.bench.envs.time_steps`, the median of :data:`SIM_REPEATS` timings, once per size),
+so ``train/sim`` says how much of the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
 sweep with the same critic.
 
 Examples:
