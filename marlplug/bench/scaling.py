@@ -26,7 +26,7 @@ loop's wall time, the first iteration's warm-up included: give more ``--updates`
 agent-steps/s (frames/s x M: every frame is one step of all M agents), the shares of that time spent
 collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
 the simulator's own rate with random actions at the same size
-(:func:`marlplug.bench.envs.time_steps`, the median of :data:`SIM_REPEATS` timings, once per size),
+(:func:`marlplug.bench.envs.simulator_rate`, the median of five timings, once per size),
 so ``train/sim`` says how much of the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
 sweep with the same critic.
 
@@ -40,16 +40,14 @@ Examples:
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 import click
-import torch
 
 from marlplug.algorithms.maddpg import MaddpgOptions
-from marlplug.bench.envs import time_steps
+from marlplug.bench.envs import SIM_REPEATS, simulator_rate
 from marlplug.bench.scaling_config import (
     BENCH_KEYS,
     CONFIGS,
@@ -60,12 +58,8 @@ from marlplug.bench.scaling_config import (
     ppo_overrides,
 )
 from marlplug.config import load_config
-from marlplug.envs.factory import make_env
 from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
-
-#: Timings of the simulator alone per size; their median is its rate.
-SIM_REPEATS = 5
 
 
 def train_point(
@@ -152,36 +146,6 @@ def train_point(
     }
 
 
-def simulator_rate(
-    *, num_envs: int, agents: int, steps: int, threads: int, repeats: int = SIM_REPEATS
-) -> float:
-    """Joint steps/s of the VMAS env alone (random actions, auto-resets) at this size: the median
-    of ``repeats`` timings of ``steps`` steps each.
-
-    One timing of a few tenths of a second moved by up to 1.7x between runs on an idle 2-core
-    machine (M = 8, 256 copies: 44k to 74k steps/s), and train/sim with it; the median of five
-    does not follow a single slow or fast burst.
-
-    Examples:
-        >>> simulator_rate(num_envs=2, agents=2, steps=2, threads=1, repeats=3) > 0
-        True
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        env = make_env(SCENARIO, backend="vmas", num_envs=num_envs, seed=0, agents=agents)
-        with torch.no_grad():
-            _, state = time_steps(env, env.reset(), 3)  # warm-up
-            timings = []
-            for _ in range(repeats):
-                seconds, state = time_steps(env, state, steps)
-                timings.append(seconds)
-        env.close()
-    finally:
-        torch.set_num_threads(previous)
-    return num_envs * steps / statistics.median(timings)
-
-
 def run_scaling(
     *,
     num_envs: tuple[int, ...],
@@ -237,7 +201,7 @@ def run_scaling(
             }
             if (envs, count) not in sims:
                 sims[envs, count] = simulator_rate(
-                    num_envs=envs, agents=count, steps=sim_steps, threads=threads
+                    SCENARIO, num_envs=envs, agents=count, steps=sim_steps, threads=threads
                 )
             row["sim_steps_per_s"] = round(sims[envs, count], 1)
             row["train_over_sim"] = round(row["fps"] / sims[envs, count], 3)
