@@ -19,15 +19,20 @@ from marlplug.plugin_checks import component_problem
 DISABLE_ENV_VAR = "MARLPLUG_DISABLE_PLUGINS"
 
 
-def unknown_name_message(what: str, name: str, choices: list[str]) -> str:
-    """One line naming the bad ``name``, the closest of ``choices`` and all of them.
+def unknown_name_message(what: str, name: str, choices: list[str], *, where: str = "") -> str:
+    """One line naming the bad ``name`` (and ``where`` it was looked for), the closest of
+    ``choices`` and all of them.
 
     >>> unknown_name_message("code", "mdss", ["ldpc", "mds"])
     "unknown code 'mdss' (did you mean 'mds'?); available: ldpc, mds"
+    >>> unknown_name_message("field", "lrr", ["lr", "gamma"], where="train")
+    "unknown field 'lrr' in train (did you mean 'lr'?); available: lr, gamma"
     """
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown {what} '{name}'{hint}; available: {', '.join(choices) or '(none installed)'}"
+    place = f" in {where}" if where else ""
+    available = ", ".join(choices) or "(none installed)"
+    return f"unknown {what} '{name}'{place}{hint}; available: {available}"
 
 
 @dataclass(frozen=True)

@@ -62,16 +62,21 @@ def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
     return []
 
 
-def _describe(error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence[str | int]) -> str:
+def _describe(
+    error: Mapping[str, Any], model: type[BaseModel], prefix: Sequence[str | int], owner: str
+) -> str:
     loc = [*prefix, *error["loc"]]
     path = clip(format_loc(loc) or "config")
     kind = error["type"]
     if kind == "extra_forbidden":
         field = clip(str(loc[-1]))
-        parent = format_loc(loc[:-1])
-        fields = _fields_at(model, list(error["loc"])[:-1])
-        where = f" in {parent}" if parent else ""
-        return f"{path}: " + unknown_name_message(f"field{where}", field, fields)
+        inside = list(error["loc"])[:-1]
+        # A component's own fields are named by the component ("env 'keep_away'"): which fields
+        # exist depends on it, not on the section.
+        where = owner if owner and not inside else format_loc(loc[:-1])
+        return f"{path}: " + unknown_name_message(
+            "field", field, _fields_at(model, inside), where=where
+        )
     if kind == "missing":
         return f"{path}: required field is missing"
     got = error.get("input")
@@ -112,11 +117,27 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
 
 
 def validation_message(
-    exc: ValidationError, model: type[BaseModel], prefix: Sequence[str | int] = ()
+    exc: ValidationError,
+    model: type[BaseModel],
+    prefix: Sequence[str | int] = (),
+    *,
+    owner: str = "",
 ) -> str:
-    """Turn a pydantic error into one line per problem (the first, plus a count of the rest)."""
+    """Turn a pydantic error into one line per problem (the first, plus a count of the rest).
+
+    ``owner`` names the component whose options ``model`` holds (``"env 'keep_away'"``); an
+    unknown field is then reported as unknown to it.
+
+    Example:
+        >>> from marlplug.envs.options import ScenarioOptions
+        >>> try:
+        ...     ScenarioOptions.model_validate({"agentz": 3})
+        ... except ValidationError as exc:
+        ...     print(validation_message(exc, ScenarioOptions, ["env"], owner="env 'spread'"))
+        env.agentz: unknown field 'agentz' in env 'spread' (did you mean 'agents'?); available: agents, continuous_actions, max_steps
+    """
     errors = exc.errors()
-    first = _describe(errors[0], model, prefix)
+    first = _describe(errors[0], model, prefix, owner)
     if len(errors) > 1:
         first += f"\n(and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return first

@@ -24,13 +24,18 @@ from marlplug.plugins import get_plugin_manager
 
 
 def validate_options(
-    model: type[BaseModel], values: Mapping[str, Any], prefix: Sequence[str | int] = ()
+    model: type[BaseModel],
+    values: Mapping[str, Any],
+    prefix: Sequence[str | int] = (),
+    *,
+    owner: str = "",
 ) -> BaseModel:
-    """Validate ``values`` against ``model``; raise :class:`ConfigError` naming the full path."""
+    """Validate ``values`` against ``model``; raise :class:`ConfigError` naming the full path (and
+    ``owner``, the component the options belong to, for a field it does not have)."""
     try:
         return model.model_validate(dict(values))
     except ValidationError as exc:
-        raise ConfigError(validation_message(exc, model, prefix)) from None
+        raise ConfigError(validation_message(exc, model, prefix, owner=owner)) from None
 
 
 def validate_components(config: MarlplugConfig) -> MarlplugConfig:
@@ -53,7 +58,9 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     for kind, spec, key, loc in specs:
         component = registries[kind].get_component(key, field=format_loc([*loc, "name"]))
         options_model: type[BaseModel] = getattr(component, "Options", Options)
-        spec._options = validate_options(options_model, spec.raw_options, loc)
+        spec._options = validate_options(
+            options_model, spec.raw_options, loc, owner=f"{kind} '{spec.name}'"
+        )
     return config
 
 

@@ -26,7 +26,7 @@ CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
         "unknown-train-field",
         "train: {updatess: 3}\n",
         [],
-        "train.updatess: unknown field in train 'updatess' (did you mean 'updates'?)",
+        "train.updatess: unknown field 'updatess' in train (did you mean 'updates'?)",
     ),
     (
         "wrong-type-int",
@@ -56,7 +56,7 @@ CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
         "unknown-loss-field",
         "losses: [{name: clip_ppo}, {name: cka, coeff: 0.1}]\n",
         [],
-        "losses[1].coeff: unknown field in losses[1] 'coeff' (did you mean 'coef'?)",
+        "losses[1].coeff: unknown field 'coeff' in loss 'cka' (did you mean 'coef'?)",
     ),
     (
         "loss-without-name",

@@ -40,7 +40,7 @@ from marlplug.plugins import get_plugin_manager
         (
             "keep_away",
             {"agent": 3},
-            "env.agent: unknown field in env 'agent' (did you mean 'agents'?)",
+            "env.agent: unknown field 'agent' in env 'keep_away' (did you mean 'agents'?)",
         ),
     ],
 )

@@ -76,7 +76,7 @@ def test_the_reference_returns_do_not_depend_on_the_order(backend: str) -> None:
 
 
 def test_a_scenario_without_entity_lists_refuses_nearest_naming_the_field() -> None:
-    with pytest.raises(ConfigError, match=r"unknown field .*entity_order"):
+    with pytest.raises(ConfigError, match=r"unknown field 'entity_order' in env 'predator_prey'"):
         make_env("predator_prey", agents=3, adversaries=1, entity_order="nearest")
 
 
