@@ -44,9 +44,7 @@ class EnvScenario(ABC):
     summary: ClassVar[str] = ""
 
     def __init__(self, **options: Any) -> None:
-        validated = validate_options(
-            self.Options, options, ["env"], owner=f"env '{self.scenario}'"
-        )
+        validated = validate_options(self.Options, options, ["env"], owner=f"env '{self.scenario}'")
         if not isinstance(validated, ScenarioOptions):  # the plugin manager rejects such classes
             raise TypeError(
                 f"{type(self).__name__}.Options must subclass marlplug.envs.ScenarioOptions"
