@@ -28,6 +28,17 @@ from marlplug.envs.transformed import with_transform
 EntityLists = Mapping[str, Sequence[tuple[int, int]]]
 
 
+def sortable(lists: EntityLists) -> dict[str, list[tuple[int, int]]]:
+    """``lists`` without the lists of fewer than two entries (nothing to sort) and without the
+    groups left with none: what a scenario declares at a size where some lists are that short.
+
+    >>> sortable({"agent": [(4, 3), (10, 1)], "adversary": [(4, 0)]})
+    {'agent': [(4, 3)]}
+    """
+    kept = {group: [span for span in spans if span[1] > 1] for group, spans in lists.items()}
+    return {group: spans for group, spans in kept.items() if spans}
+
+
 def nearest_first(observation: torch.Tensor, lists: Sequence[tuple[int, int]]) -> torch.Tensor:
     """``observation`` ``[..., width]`` with each list of 2-float positions (``(first column,
     entries)``, not overlapping) sorted by length, nearest first; the other columns as they are.

@@ -24,6 +24,7 @@ def test_envs_lists_every_scenario_with_defaults(run_cli: Callable[..., Any]) ->
         "agents": 2,
         "continuous_actions": False,
         "max_steps": 25,
+        "entity_order": "world",
         "adversaries": 1,
         "landmarks": 2,
     }

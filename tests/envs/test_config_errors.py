@@ -95,6 +95,14 @@ def test_continuous_actions_where_unsupported() -> None:
         make_env("discrete_only_spread", continuous_actions=True)
 
 
+@pytest.mark.usefixtures("discrete_only")
+def test_a_scenario_without_entity_lists_refuses_nearest_naming_the_field() -> None:
+    with pytest.raises(
+        ConfigError, match=r"^env.entity_order: unknown field 'entity_order' in env 'discrete_only_"
+    ):
+        make_env("discrete_only_spread", agents=2, entity_order="nearest")
+
+
 def _env_from_config(data: dict[str, Any]) -> Any:
     config = validate_options(MarlplugConfig, data)
     assert isinstance(config, MarlplugConfig)

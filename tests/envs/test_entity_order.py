@@ -9,7 +9,8 @@ import torch
 from marlplug.envs import make_env
 from marlplug.envs.entity_order import nearest_first
 from marlplug.envs.evaluate import reference_episode_returns
-from marlplug.errors import ConfigError
+from marlplug.envs.mpe.keep_away import KeepAwayOptions
+from marlplug.envs.mpe.predator_prey import PredatorPreyOptions
 
 AGENTS = 4
 LANDMARKS = slice(4, 4 + 2 * AGENTS)
@@ -75,55 +76,84 @@ def test_the_reference_returns_do_not_depend_on_the_order(backend: str) -> None:
     assert returns["world"] == returns["nearest"]
 
 
-def test_a_scenario_without_entity_lists_refuses_nearest_naming_the_field() -> None:
-    with pytest.raises(ConfigError, match=r"unknown field 'entity_order' in env 'predator_prey'"):
-        make_env("predator_prey", agents=3, adversaries=1, entity_order="nearest")
+#: Options classes of the adversarial scenarios (both backends take the same options).
+OPTIONS = {"keep_away": KeepAwayOptions, "predator_prey": PredatorPreyOptions}
+#: Adversarial scenarios whose observations start ``[velocity, position]``: (name, options).
+ADVERSARIAL = [
+    ("keep_away", {"agents": 6, "adversaries": 3, "landmarks": 3}),
+    ("predator_prey", {"agents": 6, "adversaries": 2, "obstacles": 2}),
+]
+
+
+def world_and_nearest(name: str, options: dict[str, int], backend: str):
+    steps = {}
+    for order in ("world", "nearest"):
+        env = make_env(name, backend=backend, num_envs=3, seed=0, entity_order=order, **options)
+        torch.manual_seed(0)  # the random actions: the same in both orders
+        try:
+            steps[order] = env.rollout(6)
+        finally:
+            env.close()
+    return steps["world"], steps["nearest"]
+
+
+def expected_lists(name: str, options: dict[str, int], observations: dict[str, torch.Tensor]):
+    """Per group, per declared list, the positions it should hold in world order, relative to
+    each agent: ``[..., agents, entries, 2]``, built from the agents' own positions (columns 2-3)."""
+    own = {group: obs[..., 2:4] for group, obs in observations.items()}
+    good, adversaries = own["agent"], own["adversary"]
+
+    def others(team: torch.Tensor, agent: int) -> torch.Tensor:
+        return torch.cat([team[..., :agent, :], team[..., agent + 1 :, :]], dim=-2)
+
+    def relative(entities, team: torch.Tensor) -> torch.Tensor:
+        return torch.stack(
+            [entities(agent) - team[..., agent : agent + 1, :] for agent in range(team.shape[-2])],
+            dim=-3,
+        )
+
+    if name == "keep_away":
+        return {
+            "agent": [
+                relative(lambda i: others(good, i), good),
+                relative(lambda i: adversaries, good),
+            ],
+            "adversary": [
+                relative(lambda i: good, adversaries),
+                relative(lambda i: others(adversaries, i), adversaries),
+            ],
+        }
+    return {  # predator_prey: the other predators; every predator, seen by the prey
+        "agent": [relative(lambda i: others(good, i), good)],
+        "adversary": [relative(lambda i: good, adversaries)],
+    }
 
 
 @pytest.mark.parametrize("backend", ["mpe", "vmas"])
-def test_physical_deception_sorts_landmarks_and_good_agents_keeping_target_and_adversary(
-    backend: str,
+@pytest.mark.parametrize(("name", "options"), ADVERSARIAL)
+def test_adversarial_lists_hold_what_they_declare(
+    name: str, options: dict[str, int], backend: str
 ) -> None:
-    agents, landmarks = 5, 4  # 4 good agents; a good agent sees 1 adversary and 3 good agents
-
-    def run(entity_order: str):
-        env = make_env(
-            "physical_deception", backend=backend, agents=agents, seed=0, entity_order=entity_order
-        )
-        torch.manual_seed(0)
-        try:
-            return env.rollout(5)
-        finally:
-            env.close()
-
-    world, nearest = run("world"), run("nearest")
-    for group in ("agent", "adversary"):
-        key = ("next", group, "reward")
-        assert torch.equal(world[key], nearest[key])
-    good, good_sorted = world["agent", "observation"], nearest["agent", "observation"]
-    adversary_slot = 2 + 2 * landmarks
-    # The target and the adversary keep their slots in a good agent's view.
-    assert torch.equal(good[..., :2], good_sorted[..., :2])
-    assert torch.equal(
-        good[..., adversary_slot : adversary_slot + 2],
-        good_sorted[..., adversary_slot : adversary_slot + 2],
-    )
-    seen, seen_sorted = world["adversary", "observation"], nearest["adversary", "observation"]
-    for before, after, span in (
-        (good, good_sorted, slice(2, adversary_slot)),  # landmarks
-        (good, good_sorted, slice(adversary_slot + 2, good.shape[-1])),  # the other good agents
-        (seen, seen_sorted, slice(0, 2 * landmarks)),  # landmarks, as the adversary sees them
-        (seen, seen_sorted, slice(2 * landmarks, seen.shape[-1])),  # every good agent
-    ):
-        length = lengths(after, span)
-        assert bool((length[..., 1:] >= length[..., :-1]).all()), f"{span} not nearest first"
-        # The same entries, reordered: the lengths are world order's, sorted.
-        assert torch.equal(lengths(before, span).sort(dim=-1).values, length)
-    # Nearest first moved something: the lists were not already sorted.
-    assert not torch.equal(good, good_sorted)
-
-
-def test_physical_deception_with_one_good_agent_has_nothing_to_sort() -> None:
-    world = make_env("physical_deception", agents=2, seed=0).reset()
-    nearest = make_env("physical_deception", agents=2, seed=0, entity_order="nearest").reset()
-    assert torch.equal(world["agent", "observation"], nearest["agent", "observation"])
+    declared = OPTIONS[name](**options).entity_lists()
+    world, nearest = world_and_nearest(name, options, backend)
+    observations = {group: world[group, "observation"] for group in ("agent", "adversary")}
+    expected = expected_lists(name, options, observations)
+    for group, spans in declared.items():
+        seen = observations[group]
+        landmarks, *agents = spans
+        # The first list is the landmarks (or obstacles): the same places seen from every agent.
+        first, entries = landmarks
+        places = seen[..., first : first + 2 * entries].unflatten(-1, (entries, 2))
+        absolute = places + seen[..., 2:4].unsqueeze(-2)
+        assert torch.allclose(absolute, absolute[..., :1, :, :].expand_as(absolute), atol=1e-5)
+        for (first, entries), positions in zip(agents, expected[group], strict=True):
+            span = seen[..., first : first + 2 * entries].unflatten(-1, (entries, 2))
+            assert torch.allclose(span, positions, atol=1e-5), (group, first)
+    # Nearest first: each list sorted, the rest and the rewards as in world order.
+    for group, spans in declared.items():
+        assert torch.equal(world["next", group, "reward"], nearest["next", group, "reward"])
+        seen, sorted_seen = world[group, "observation"], nearest[group, "observation"]
+        assert torch.equal(nearest_first(seen, spans), sorted_seen)
+        for first, entries in spans:
+            length = lengths(sorted_seen, slice(first, first + 2 * entries))
+            assert bool((length[..., 1:] >= length[..., :-1]).all())

@@ -12,8 +12,14 @@ from mpe2._mpe_utils.core import Agent, Landmark, World
 from mpe2._mpe_utils.scenario import BaseScenario
 from pydantic import Field
 
+from marlplug.envs.entity_order import EntityLists, sortable
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import (
+    MAX_AGENTS,
+    AdversarialOptions,
+    EntityOrderOptions,
+    ScenarioOptions,
+)
 
 GOOD_SIZE = 0.05
 ADVERSARY_SIZE = 0.075
@@ -24,7 +30,7 @@ LANDMARK_COLOR = np.array([0.25, 0.25, 0.25])
 TARGET_COLOR = np.array([0.15, 0.65, 0.15])
 
 
-class KeepAwayOptions(AdversarialOptions):
+class KeepAwayOptions(AdversarialOptions, EntityOrderOptions):
     """Options of keep-away: M-K good agents, K adversaries, L landmarks (one is the target)."""
 
     agents: int = Field(2, ge=2, description="Total number of agents M (good + adversaries).")
@@ -32,6 +38,26 @@ class KeepAwayOptions(AdversarialOptions):
     landmarks: int = Field(
         2, ge=1, le=MAX_AGENTS, description="Number of landmarks L; one is the target."
     )
+
+    def entity_lists(self) -> EntityLists:
+        """The landmarks, the other good agents and the adversaries, each a list of its own, so
+        that nearest first never mixes the teams. A good agent's target keeps its slot (columns 4
+        and 5), which is what tells it which landmark to reach.
+
+        >>> KeepAwayOptions(agents=5, adversaries=2, landmarks=3).entity_lists()
+        {'agent': [(6, 3), (12, 2), (16, 2)], 'adversary': [(4, 3), (10, 3)]}
+        """
+        good, adversaries, landmarks = self.good_agents, self.adversaries, self.landmarks
+        others = 6 + 2 * landmarks  # a good agent's other agents: good ones, then adversaries
+        lists = {
+            "agent": [(6, landmarks), (others, good - 1), (others + 2 * (good - 1), adversaries)],
+            "adversary": [
+                (4, landmarks),
+                (4 + 2 * landmarks, good),
+                (4 + 2 * landmarks + 2 * good, adversaries - 1),
+            ],
+        }
+        return sortable(lists)
 
 
 class KeepAwayWorld(BaseScenario):

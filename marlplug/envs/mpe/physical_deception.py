@@ -10,7 +10,7 @@ from mpe2.simple_adversary.simple_adversary import Scenario as SimpleAdversarySc
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from marlplug.envs.entity_order import EntityLists
+from marlplug.envs.entity_order import EntityLists, sortable
 from marlplug.envs.mpe.base import MpeScenario
 from marlplug.envs.options import (
     MAX_AGENTS,
@@ -64,8 +64,7 @@ class PhysicalDeceptionOptions(AdversarialOptions, EntityOrderOptions):
             "agent": [(2, landmarks), (4 + 2 * landmarks, good - 1)],
             "adversary": [(0, landmarks), (2 * landmarks, good)],
         }
-        kept = {group: [span for span in spans if span[1] > 1] for group, spans in lists.items()}
-        return {group: spans for group, spans in kept.items() if spans}
+        return sortable(lists)
 
 
 class _SizedAdversaryScenario(SimpleAdversaryScenario):

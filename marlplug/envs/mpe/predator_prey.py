@@ -13,11 +13,17 @@ from mpe2._mpe_utils.scenario import BaseScenario
 from mpe2.simple_tag.simple_tag import Scenario as SimpleTagScenario
 from pydantic import Field
 
+from marlplug.envs.entity_order import EntityLists, sortable
 from marlplug.envs.mpe.base import MpeScenario
-from marlplug.envs.options import MAX_AGENTS, AdversarialOptions, ScenarioOptions
+from marlplug.envs.options import (
+    MAX_AGENTS,
+    AdversarialOptions,
+    EntityOrderOptions,
+    ScenarioOptions,
+)
 
 
-class PredatorPreyOptions(AdversarialOptions):
+class PredatorPreyOptions(AdversarialOptions, EntityOrderOptions):
     """Options of predator-prey: M-K predators (good), K prey (adversaries), static obstacles."""
 
     agents: int = Field(
@@ -27,6 +33,21 @@ class PredatorPreyOptions(AdversarialOptions):
     obstacles: int = Field(
         2, ge=0, le=MAX_AGENTS, description="Number of static circular obstacles."
     )
+
+    def entity_lists(self) -> EntityLists:
+        """The obstacles and the (other) predators relative to the agent. The prey keep world
+        order: mpe2 lists their velocities apart from their positions, and a sorted position
+        would no longer sit at the index of its velocity.
+
+        >>> PredatorPreyOptions(agents=5, adversaries=2, obstacles=2).entity_lists()
+        {'agent': [(4, 2), (8, 2)], 'adversary': [(4, 2), (8, 3)]}
+        """
+        predators, obstacles = self.good_agents, self.obstacles
+        lists = {
+            "agent": [(4, obstacles), (4 + 2 * obstacles, predators - 1)],
+            "adversary": [(4, obstacles), (4 + 2 * obstacles, predators)],
+        }
+        return sortable(lists)
 
 
 class _RenamedTagScenario(SimpleTagScenario):
