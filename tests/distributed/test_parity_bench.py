@@ -68,6 +68,7 @@ def test_adversarial_scenario_keeps_group_floors_and_replots(tmp_path: Path) -> 
         "obstacles": 2,
         "max_steps": 25,
         "continuous_actions": False,
+        "entity_order": "world",
     }
     # Predators and prey: a random floor and a curve per group, since their sum hides who learns.
     assert set(entry["random_groups"]) == {"agent", "adversary"}
