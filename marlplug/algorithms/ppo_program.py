@@ -281,10 +281,11 @@ class PpoProgram:
         An agent whose gradient norm is not finite returns its input rows unchanged (``stepped``
         false, ``nonfinite`` true); an agent some loss term of which is not finite (a NaN aux loss
         with a finite gradient) steps, with ``nonfinite`` true. Stats: every scalar of the loss's
-        output and ``total_loss`` (``L_total``) (0-d); per agent (``[len(agents)]``) ``grad_norm`` (before clipping), ``stepped``,
-        ``nonfinite``, ``nonfinite/<term>`` for each loss term that was not finite for some agent
-        (:func:`~marlplug.algorithms.ppo_loss_output.nonfinite_masks`) and the loss's per-agent diagnostics as ``agent/<name>``
-        (``agent/policy_loss``, ...).
+        output and ``total_loss`` (``L_total``) (0-d); per agent (``[len(agents)]``)
+        ``grad_norm`` (before clipping), ``stepped``, ``nonfinite``, ``nonfinite/<term>`` for each
+        loss term that was not finite for some agent
+        (:func:`~marlplug.algorithms.ppo_loss_output.nonfinite_masks`) and the loss's per-agent
+        diagnostics as ``agent/<name>`` (``agent/policy_loss``, ...).
 
         What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`)
         replaces the program's constants: the learning rate, the entropy coefficient and every
