@@ -3,6 +3,8 @@ both backends; the same episodes, rewards and reference returns as world order."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
@@ -97,7 +99,9 @@ def world_and_nearest(name: str, options: dict[str, int], backend: str):
     return steps["world"], steps["nearest"]
 
 
-def expected_lists(name: str, options: dict[str, int], observations: dict[str, torch.Tensor]):
+def expected_lists(
+    name: str, observations: dict[str, torch.Tensor]
+) -> dict[str, list[torch.Tensor]]:
     """Per group, per declared list, the positions it should hold in world order, relative to
     each agent: ``[..., agents, entries, 2]``, built from the agents' own positions (columns 2-3)."""
     own = {group: obs[..., 2:4] for group, obs in observations.items()}
@@ -106,7 +110,7 @@ def expected_lists(name: str, options: dict[str, int], observations: dict[str, t
     def others(team: torch.Tensor, agent: int) -> torch.Tensor:
         return torch.cat([team[..., :agent, :], team[..., agent + 1 :, :]], dim=-2)
 
-    def relative(entities, team: torch.Tensor) -> torch.Tensor:
+    def relative(entities: Callable[[int], torch.Tensor], team: torch.Tensor) -> torch.Tensor:
         return torch.stack(
             [entities(agent) - team[..., agent : agent + 1, :] for agent in range(team.shape[-2])],
             dim=-3,
@@ -137,7 +141,7 @@ def test_adversarial_lists_hold_what_they_declare(
     declared = OPTIONS[name](**options).entity_lists()
     world, nearest = world_and_nearest(name, options, backend)
     observations = {group: world[group, "observation"] for group in ("agent", "adversary")}
-    expected = expected_lists(name, options, observations)
+    expected = expected_lists(name, observations)
     for group, spans in declared.items():
         seen = observations[group]
         landmarks, *agents = spans
