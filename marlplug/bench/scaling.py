@@ -27,8 +27,8 @@ agent-steps/s (frames/s x M: every frame is one step of all M agents), the share
 collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
 the simulator's own rate with random actions at the same size
 (:func:`marlplug.bench.envs.simulator_rate`, the median of five timings, once per size),
-so ``train/sim`` says how much of the simulator's speed training keeps. ``speed-up`` is each row's frames/s over the first row of its
-sweep with the same critic.
+so ``train/sim`` says how much of the simulator's speed training keeps. ``speed-up`` is each row's
+frames/s over the first row of its sweep with the same critic.
 
 Examples:
     marlplug bench scaling
