@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from marlplug.bench.coded_rounds import Setting, measure_setting, measure_wall
+from marlplug.bench.coded_rounds import measure_setting, measure_wall
+from marlplug.bench.coded_setting import Setting
 from marlplug.bench.paper import (
     CODES,
     check_targets,

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from marlplug.bench.coded_rounds import Setting, measure_wall, round_work, warmed_up
+from marlplug.bench.coded_rounds import measure_wall, round_work
+from marlplug.bench.coded_setting import Setting, warmed_up
 from marlplug.bench.paper import check_targets, read_reference, shape_summary
 from marlplug.coding import RandomSparseCode
 from marlplug.distributed.learner import learner_compute, state_rows
