@@ -22,7 +22,7 @@ from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg import MaddpgOptions
+    from marlplug.algorithms.maddpg_options import MaddpgOptions
     from marlplug.config import MarlplugConfig
 
 #: Separate the env's per-episode seeds and the minibatch sampler from every other stream derived

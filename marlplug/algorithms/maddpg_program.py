@@ -33,7 +33,7 @@ from marlplug.optim.clip import clip_per_agent
 from marlplug.seeding import agent_seed, derive_seed
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg import MaddpgOptions
+    from marlplug.algorithms.maddpg_options import MaddpgOptions
 
 #: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")

@@ -46,7 +46,7 @@ from typing import Any
 
 import click
 
-from marlplug.algorithms.maddpg import MaddpgOptions
+from marlplug.algorithms.maddpg_options import MaddpgOptions
 from marlplug.bench.envs import SIM_REPEATS, simulator_rate
 from marlplug.bench.scaling_config import (
     BENCH_KEYS,

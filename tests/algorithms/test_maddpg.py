@@ -11,8 +11,9 @@ from tensordict import TensorDict
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
 from marlplug import load_config
-from marlplug.algorithms.maddpg import MADDPG, MaddpgOptions, MaddpgProgram
+from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
 from marlplug.algorithms.maddpg_data import ExperienceCollector
+from marlplug.algorithms.maddpg_options import MaddpgOptions
 from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.algorithms.state_codec import StateCodec
