@@ -18,7 +18,7 @@ SMOOTHING_WINDOW = 5
 class RunTotals:
     """What every run result reports beyond its files.
 
-    Mixed into the orchestrator's run result (:class:`marlplug.train.orchestrator.TrainResult`, a
+    Mixed into the orchestrator's run result (:class:`marlplug.train.result.TrainResult`, a
     dataclass that declares these fields).
 
     Attributes:

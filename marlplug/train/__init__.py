@@ -17,7 +17,8 @@ from __future__ import annotations
 from marlplug.losses.ppo_options import JointTrainerConfig, TrainSection
 from marlplug.runs.stats import JointStats
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import TrainResult, run
+from marlplug.train.orchestrator import run
+from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
 from marlplug.train.trainer import JointMultiAgentTrainer
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from marlplug.config import MarlplugConfig
 from marlplug.errors import ConfigError
-from marlplug.train.orchestrator import TrainResult, run
+from marlplug.train.orchestrator import run
+from marlplug.train.result import TrainResult
 
 
 def run_maddpg(

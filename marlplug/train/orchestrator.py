@@ -21,20 +21,17 @@ import dataclasses
 import logging
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from torchrl.envs import EnvBase
 
 from marlplug.algorithms.protocol import LearnerAlgorithm
 from marlplug.config import MarlplugConfig, resolved_dict
 from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.controller import RoundLog, RoundTimeoutError
 from marlplug.envs.flat import MultiAgentEnvAdapter
-from marlplug.errors import ConfigError, UserError
-from marlplug.plugins import get_component
+from marlplug.errors import UserError
 from marlplug.runs.checkpoint import (
     AGENTS_KEY,
     CHECKPOINT_NAME,
@@ -67,11 +64,13 @@ from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_conf
 from marlplug.runs.run_folder import hold_run_dir, storage_errors
 from marlplug.runs.run_logger import RunLogger
 from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
-from marlplug.runs.summary import RunTotals, plot_learning_curve
+from marlplug.runs.summary import plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
+from marlplug.train.components import learner_algorithm, training_env
 from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training, WaitingSource
+from marlplug.train.result import TrainResult
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
 #: with no logging set up, and a library user can silence them).
@@ -86,77 +85,6 @@ ROUND_LOGS_KEY = "round_logs"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
-
-
-@dataclass
-class TrainResult(RunTotals):
-    """What a run leaves behind, and where.
-
-    ``iterations`` holds this call's iterations only (a resumed run's earlier ones are in
-    ``rounds.csv``); ``history`` holds the return (:class:`ReturnPoint`) over the whole run;
-    ``theta``/``opt_state`` every agent's final rows.
-    """
-
-    theta: torch.Tensor
-    opt_state: torch.Tensor
-    iterations: list[IterationLog]
-    run_dir: Path
-    checkpoint: Path
-    metrics_dir: Path
-    learning_curve: Path
-    rounds_csv: Path
-    timeline: Path | None = None
-    history: list[ReturnPoint] = field(default_factory=list)
-    evaluations: list[EvaluationPoint] = field(default_factory=list)
-    frames: int = 0
-    #: Wall time of this call's training loop, periodic evaluations excluded (``evaluation_s``),
-    #: so frames/s is the training's.
-    seconds: float = 0.0
-    evaluation_s: float = 0.0
-    total_frames: int = 0
-    completed: int = 0
-    notes: list[str] = field(default_factory=list)
-    #: Agent updates that met non-finite values, in one line (None: none).
-    nonfinite: str | None = None
-    #: Where the metrics went, in words (``metrics_dir``; W&B's run folder, MLflow's store and run).
-    metrics_location: str = ""
-
-
-def training_env(config: MarlplugConfig) -> EnvBase:
-    """The env a run trains on: ``train.num_envs`` copies seeded with the run's seed, writing the
-    global state when the algorithm reads it."""
-    from marlplug.envs import make_env
-
-    return make_env(
-        config.env.name,
-        backend=config.env.backend,
-        num_envs=config.train.num_envs,
-        seed=config.seed,
-        global_state=config.algorithm.uses_global_state,
-        **config.env.options.model_dump(),
-    )
-
-
-def configured_algorithm(config: MarlplugConfig) -> Any:
-    """The configured algorithm, built from its options (a one-line error for an unknown name)."""
-    cls = get_component("algorithm", config.algorithm.name, field="algorithm.name")
-    return cls(**config.algorithm.options.model_dump())
-
-
-def implements_protocol(algorithm: Any) -> bool:
-    """Whether ``algorithm`` provides the learner-algorithm protocol: ``bind`` and ``rollouts``."""
-    return all(callable(getattr(algorithm, name, None)) for name in ("bind", "rollouts"))
-
-
-def learner_algorithm(config: MarlplugConfig) -> LearnerAlgorithm:
-    """The configured algorithm through its protocol, or a one-line error naming what it lacks."""
-    algorithm = configured_algorithm(config)
-    if not implements_protocol(algorithm):
-        raise ConfigError(
-            f"algorithm.name: '{config.algorithm.name}' does not implement bind(env, config) and "
-            f"rollouts(env, program, config) (marlplug.algorithms.protocol)"
-        )
-    return algorithm
 
 
 def run(

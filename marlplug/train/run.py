@@ -14,7 +14,9 @@ from marlplug.config import MarlplugConfig
 from marlplug.errors import ConfigError, UserError
 from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.plugins import get_component
-from marlplug.train.orchestrator import TrainResult, run, training_env
+from marlplug.train.components import training_env
+from marlplug.train.orchestrator import run
+from marlplug.train.result import TrainResult
 from marlplug.train.trainer import JointMultiAgentTrainer
 
 #: What :func:`run_training` returns (kept for callers of marlplug 0.1).

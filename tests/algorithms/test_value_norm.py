@@ -160,7 +160,7 @@ def test_resume_is_bit_identical_and_coded_equals_centralized(tmp_path: Path) ->
 
 def learner_program(config: object) -> object:
     from marlplug.envs import make_env
-    from marlplug.train.orchestrator import learner_algorithm
+    from marlplug.train.components import learner_algorithm
 
     env = make_env("cooperative_navigation", agents=2, seed=0)
     return learner_algorithm(config).bind(env, config)  # type: ignore[arg-type]

@@ -15,9 +15,10 @@ from marlplug import load_config
 from marlplug.configs import default_config_path
 from marlplug.envs import make_env
 from marlplug.runs.checkpoint import load_checkpoint
+from marlplug.train.components import learner_algorithm
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import ROUND_LOGS_KEY, learner_algorithm
+from marlplug.train.orchestrator import ROUND_LOGS_KEY
 from marlplug.train.run import run_training
 
 # 3 agents, 2 updates of 20 frames in minibatches of 10: 2 coded rounds per update.

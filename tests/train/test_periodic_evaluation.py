@@ -14,7 +14,7 @@ from marlplug.runs.checkpoint import EVALUATIONS_KEY, load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
 from marlplug.runs.summary import summary_lines
 from marlplug.testing import register_plugin
-from marlplug.train.orchestrator import TrainResult
+from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
 from tests.cli.test_evaluate_run import MADDPG_RUN
 from tests.train import protocol_plugin

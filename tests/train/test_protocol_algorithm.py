@@ -22,9 +22,10 @@ from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from marlplug.runs.iteration_report import rounds_columns
 from marlplug.runs.run_config import load_run_config
 from marlplug.testing import register_plugin
+from marlplug.train.components import learner_algorithm
 from marlplug.train.executors import CentralizedExecutor
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import TRAINING_KEY, learner_algorithm, run
+from marlplug.train.orchestrator import TRAINING_KEY, run
 from tests.train import protocol_plugin
 
 BASE = [
