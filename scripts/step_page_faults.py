@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from marlplug.bench.loss import joint_update, model_and_batch
+from marlplug.bench.loss_sides import joint_update, model_and_batch
 
 
 def minor_faults() -> int:

@@ -11,12 +11,11 @@ import pytest
 import torch
 
 from marlplug.bench.gemm_floor import gemm_flops
-from marlplug.bench.loss import (
+from marlplug.bench.loss import gram_floor, measure
+from marlplug.bench.loss_sides import (
     N_ACTIONS,
     OBSERVATION_DIM,
-    gram_floor,
     joint_update,
-    measure,
     model_and_batch,
     state_dim,
 )

@@ -13,7 +13,7 @@ from torch.distributions import Categorical
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import ClipPPOLoss
 
-from marlplug.bench.loss import per_agent_batches
+from marlplug.bench.loss_sides import per_agent_batches
 from marlplug.errors import UserError
 from marlplug.losses import JointPPOLoss, RedundancyLoss, sum_losses
 from marlplug.nn import JointActorCritic
