@@ -5,9 +5,12 @@
 - ``ppo`` (:mod:`~marlplug.algorithms.ppo`): joint PPO; :mod:`~marlplug.algorithms.ppo_program` its
   update (one forward and one backward of the joint loss for any set of agents),
   :mod:`~marlplug.algorithms.ppo_rollouts` its on-policy rollouts with per-agent GAE,
-  :mod:`~marlplug.algorithms.ppo_params` which parameters belong to which agent.
+  :mod:`~marlplug.algorithms.ppo_params` which parameters belong to which agent,
+  :mod:`~marlplug.algorithms.ppo_rows` which columns of an agent's row hold them.
 - ``maddpg`` (:mod:`~marlplug.algorithms.maddpg`): the plugin; :mod:`~marlplug.algorithms.maddpg_options`
-  its options, :mod:`~marlplug.algorithms.maddpg_program` its update.
+  its options, :mod:`~marlplug.algorithms.maddpg_program` its update,
+  :mod:`~marlplug.algorithms.maddpg_actions` the update's action sampling (Gumbel noise, target and
+  policy actions).
 - :mod:`~marlplug.algorithms.maddpg_data`: the off-policy replay buffer and
   :class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`, the rollout source of every program
   that can act (MADDPG, plugins).

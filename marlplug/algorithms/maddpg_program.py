@@ -17,17 +17,16 @@ from typing import TYPE_CHECKING
 import torch
 from tensordict import TensorDictBase
 
+from marlplug.algorithms.maddpg_actions import (
+    MASKED_LOGIT,
+    draw_noise,
+    joint_target_actions,
+    own_policy_action,
+)
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.nn.functional import (
-    gumbel_from_uniform_,
-    gumbel_noise,
-    init_mlp,
-    mlp_shapes,
-    stacked_linear,
-    stacked_mlp,
-)
+from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_linear, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
 from marlplug.seeding import agent_seed, derive_seed
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 #: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
-_MASKED_LOGIT = -1e9
 _Tensors = list[torch.Tensor]
 #: One network's step: new params, first and second moments, step counts, norms, who stepped.
 _Stepped = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -143,7 +141,7 @@ class MaddpgProgram:
         with torch.no_grad():
             raw = self.actor_output(theta_all, obs).transpose(0, 1)  # [E, M, A]
             mask = self.action_mask.unsqueeze(0)
-            logits = raw.masked_fill(~mask, _MASKED_LOGIT)
+            logits = raw.masked_fill(~mask, MASKED_LOGIT)
             if explore:
                 logits = logits + gumbel_noise(logits.shape, generator)
             one_hot = torch.nn.functional.one_hot(logits.argmax(-1), self.action_dim).to(raw.dtype)
@@ -243,7 +241,7 @@ class MaddpgProgram:
         obs = batch["obs"]
         actions = batch["action"]
         batch_size = obs.shape[0]
-        target_noise, policy_noise = self._noise(seeds, batch_size)
+        target_noise, policy_noise = draw_noise(seeds, self.num_agents, batch_size, self.action_dim)
 
         # --- critic: TD target from every agent's target actor (shared logits, per-replica noise)
         obs_flat = obs.reshape(batch_size, -1)
@@ -358,51 +356,18 @@ class MaddpgProgram:
         )
         return params, avgs, sqs, steps, norms, finite
 
-    def _noise(self, seeds: Sequence[int], batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per updated agent: Gumbel noise for every agent's target action and for its own policy.
-
-        Each agent's uniforms are drawn from its own seed, in the same order whatever else shares the
-        call; the Gumbel transform then runs once over all of them (it is elementwise).
-        """
-        count = len(seeds)
-        target = torch.empty(count, self.num_agents, batch_size, self.action_dim)
-        policy = torch.empty(count, batch_size, self.action_dim)
-        for row, seed in enumerate(seeds):
-            generator = torch.Generator().manual_seed(int(seed))
-            torch.rand(target.shape[1:], generator=generator, out=target[row])
-            torch.rand(policy.shape[1:], generator=generator, out=policy[row])
-        return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
-
     def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """``[S, B, M * A]`` joint target actions: a Gumbel sample (one-hot with ``hard_actions``,
-        else its softmax) or tanh per agent, padding zeroed.
-
-        ``raw`` ``[M, B, A]`` is shared by the ``S`` replicas; only ``noise`` ``[S, M, B, A]`` differs.
-        """
-        count, _, batch_size, _ = noise.shape
-        mask = self.action_mask.reshape(self.num_agents, 1, -1)
-        logits = raw.masked_fill(~mask, _MASKED_LOGIT) + noise
-        if self.options.hard_actions:  # the target needs no gradient: the one-hot sample alone
-            soft = torch.nn.functional.one_hot(logits.argmax(-1), self.action_dim).to(raw.dtype)
-        else:
-            # Softmax over a last dimension of a handful of actions runs row by row; laid out with
-            # the batch innermost it vectorizes over the batch instead (an order of magnitude faster).
-            soft = torch.softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
-        continuous = torch.tanh(raw) * mask
-        actions = torch.where(self.discrete.reshape(-1, 1, 1), soft, continuous)
-        return actions.transpose(1, 2).reshape(count, batch_size, -1)
+        """``[S, B, M * A]`` joint target actions for target actor outputs ``raw`` ``[M, B, A]``
+        (:func:`~marlplug.algorithms.maddpg_actions.joint_target_actions`, this program's mask)."""
+        return joint_target_actions(
+            raw, noise, self.action_mask, self.discrete, hard_actions=self.options.hard_actions
+        )
 
     def _own_policy_action(
         self, raw: torch.Tensor, index: torch.Tensor, noise: torch.Tensor
     ) -> torch.Tensor:
-        """``[S, B, A]`` each updated agent's own differentiable policy action: the Gumbel-softmax
-        sample (its one-hot, with the softmax's gradient, under ``hard_actions``) or tanh."""
-        mask = self.action_mask.index_select(0, index).unsqueeze(1)
-        perturbed = raw.masked_fill(~mask, _MASKED_LOGIT) + noise
-        soft = torch.softmax(perturbed, dim=-1)
-        if self.options.hard_actions:
-            # Straight-through: the critic sees the one-hot sample, the gradient is the softmax's.
-            hard = torch.nn.functional.one_hot(perturbed.argmax(-1), self.action_dim).to(soft.dtype)
-            soft = soft + (hard - soft).detach()
-        continuous = torch.tanh(raw) * mask
-        return torch.where(self.discrete.index_select(0, index).reshape(-1, 1, 1), soft, continuous)
+        """``[S, B, A]`` the own differentiable policy action of each agent in ``index``
+        (:func:`~marlplug.algorithms.maddpg_actions.own_policy_action`)."""
+        mask = self.action_mask.index_select(0, index)
+        discrete = self.discrete.index_select(0, index)
+        return own_policy_action(raw, noise, mask, discrete, hard_actions=self.options.hard_actions)

@@ -2,7 +2,8 @@
 
 Agent ``i``'s ``theta`` row is its slice ``param[i]`` of every per-agent parameter of its group's actor
 and critic (stacked weights, in the loss's parameter order), zero-padded to the widest group; its
-``opt_state`` row is Adam's first moments, second moments (same layout) and its step count.
+``opt_state`` row is Adam's first moments, second moments (same layout) and its step count
+(:mod:`marlplug.algorithms.ppo_rows` lays the columns out).
 
 :meth:`PpoProgram.update` loads ``theta_all`` into the loss functionally, runs ONE forward of
 ``L_total`` (the joint PPO loss plus aux losses, torch's RNG seeded from ``seed``) and ONE backward,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -31,16 +32,14 @@ from marlplug.algorithms.ppo_iteration import (
     scheduled,
 )
 from marlplug.algorithms.ppo_loss_output import loss_stats, nonfinite_masks
-from marlplug.algorithms.ppo_params import loss_parameter_groups
+from marlplug.algorithms.ppo_rows import GroupLayout, group_params, pack, row_layout, unpack
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
-from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.optim.adam import AdamSettings, AgentAdam, adam
 from marlplug.optim.clip import clip_per_agent
 from marlplug.optim.sharing import group_mean_gradients
 
-Key = tuple[str, ...]
 #: ``() -> (actors, critics)``: fresh networks by group, drawn from torch's global RNG.
 NetworkFactory = Callable[[], tuple[Mapping[str, nn.Module], Mapping[str, nn.Module]]]
 
@@ -57,28 +56,6 @@ def seeded(seed: int | None) -> Iterator[None]:
         # millisecond a minibatch in a profile), that nothing restores.
         torch.default_generator.manual_seed(seed)
         yield
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """One per-agent parameter of a group: its key in the loss, its columns in a ``theta`` row and
-    whether it holds observation statistics (written from the minibatch before the forward)."""
-
-    key: Key
-    shape: tuple[int, ...]
-    start: int
-    stop: int
-    observation_stats: bool = False
-
-
-@dataclass(frozen=True)
-class _Group:
-    """One agent group: its global agent range and its parameters' slots."""
-
-    name: str
-    first: int
-    n_agents: int
-    slots: tuple[_Slot, ...]
 
 
 def forward_backward(
@@ -138,33 +115,8 @@ class PpoProgram:
         self.max_grad_norm = max_grad_norm
         self.adam = adam
         self._networks = networks
-        names = {id(param): tuple(name.split(".")) for name, param in loss.named_parameters()}
-        observation_ids = {id(norm.stats) for norm in observation_normalizers(loss)}
-        groups, first = [], 0
-        for group in loss_parameter_groups(loss):
-            if group.shared:
-                raise UserError(
-                    f"group '{group.group}': parameters shared between agents "
-                    f"(share_params=True) have no per-agent row; use per-agent networks"
-                )
-            slots, start = [], 0
-            for param in group.params:
-                shape = tuple(param.shape[1:])
-                width = param[0].numel()
-                slots.append(
-                    _Slot(
-                        names[id(param)],
-                        shape,
-                        start,
-                        start + width,
-                        observation_stats=id(param) in observation_ids,
-                    )
-                )
-                start += width
-            groups.append(_Group(group.group, first, group.n_agents, tuple(slots)))
-            first += group.n_agents
-        self.groups: tuple[_Group, ...] = tuple(groups)
-        self.num_agents = first
+        self.groups: tuple[GroupLayout, ...] = row_layout(loss)
+        self.num_agents = sum(group.n_agents for group in self.groups)
         self.theta_size = max(group.slots[-1].stop for group in self.groups)
         self.opt_state_size = 2 * self.theta_size + 1
 
@@ -177,26 +129,6 @@ class PpoProgram:
 
     # ------------------------------------------------------------------ rows <-> tensors
 
-    def _pack(self, group: _Group, tensors: Sequence[torch.Tensor], out: torch.Tensor) -> None:
-        """Write a group's stacked tensors (``[k, *shape]`` per slot) into ``out``'s columns."""
-        for slot, tensor in zip(group.slots, tensors, strict=True):
-            out[:, slot.start : slot.stop] = tensor.reshape(tensor.shape[0], -1)
-
-    @staticmethod
-    def _unpack(group: _Group, rows: torch.Tensor) -> list[torch.Tensor]:
-        """A group's stacked tensors (contiguous copies) from its ``[k, ·]`` rows.
-
-        Always copies: a one-agent group's column slice is already contiguous, and views of one
-        row would share its autograd version counter (an in-place statistics update in the forward
-        then breaks the backward) and write through to the caller's rows.
-        """
-        return [
-            rows[:, slot.start : slot.stop]
-            .clone(memory_format=torch.contiguous_format)
-            .reshape(rows.shape[0], *slot.shape)
-            for slot in group.slots
-        ]
-
     def rows(self, optimizer: AgentAdam | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(theta [M, P], opt_state [M, O])`` of the loss's current weights and ``optimizer``'s
         state (zeros where it has none)."""
@@ -205,17 +137,17 @@ class PpoProgram:
         params = dict(self.loss.named_parameters())
         for group in self.groups:
             rows = slice(group.first, group.first + group.n_agents)
-            tensors = [params[".".join(slot.key)].detach() for slot in group.slots]
-            self._pack(group, tensors, theta[rows])
+            tensors = [tensor.detach() for tensor in group_params(params, group)]
+            pack(group, tensors, theta[rows])
             if optimizer is None:
                 continue
-            states = [optimizer.state.get(tensor, {}) for tensor in _params(params, group)]
+            states = [optimizer.state.get(tensor, {}) for tensor in group_params(params, group)]
             for offset, moment in ((0, "exp_avg"), (self.theta_size, "exp_avg_sq")):
                 moments = [
                     state.get(moment, torch.zeros_like(tensor))
                     for state, tensor in zip(states, tensors, strict=True)
                 ]
-                self._pack(group, moments, opt_state[rows, offset:])
+                pack(group, moments, opt_state[rows, offset:])
             if states and "step" in states[0]:
                 opt_state[rows, -1] = states[0]["step"]
         return theta, opt_state
@@ -227,7 +159,7 @@ class PpoProgram:
             for group in self.groups:
                 rows = theta[group.first : group.first + group.n_agents]
                 for param, value in zip(
-                    _params(params, group), self._unpack(group, rows), strict=True
+                    group_params(params, group), unpack(group, rows), strict=True
                 ):
                     param.copy_(value)
 
@@ -238,9 +170,9 @@ class PpoProgram:
         params = dict(self.loss.named_parameters())
         for group in self.groups:
             rows = slice(group.first, group.first + group.n_agents)
-            tensors = _params(params, group)
-            avgs = self._unpack(group, opt_state[rows])
-            sqs = self._unpack(group, opt_state[rows, self.theta_size :])
+            tensors = group_params(params, group)
+            avgs = unpack(group, opt_state[rows])
+            sqs = unpack(group, opt_state[rows, self.theta_size :])
             for param, avg, sq in zip(tensors, avgs, sqs, strict=True):
                 state = optimizer.state[param]
                 state["exp_avg"] = avg
@@ -263,7 +195,7 @@ class PpoProgram:
                 parts[slot.key[0]][slot.key[1]].get_parameter(".".join(slot.key[2:])).detach()
                 for slot in group.slots
             ]
-            self._pack(group, tensors, theta[group.first : group.first + group.n_agents])
+            pack(group, tensors, theta[group.first : group.first + group.n_agents])
         return theta, torch.zeros(self.num_agents, self.opt_state_size)
 
     # ------------------------------------------------------------------ the update
@@ -300,7 +232,7 @@ class PpoProgram:
         for group in self.groups:
             rows = theta_all[group.first : group.first + group.n_agents].detach()
             carried = observation_stats(batch, group.name)
-            for slot, tensor in zip(group.slots, self._unpack(group, rows), strict=True):
+            for slot, tensor in zip(group.slots, unpack(group, rows), strict=True):
                 if slot.observation_stats and carried is not None:
                     tensor.copy_(carried)
                 leaves.append(tensor.requires_grad_(True))
@@ -359,7 +291,7 @@ class PpoProgram:
 
     def _step_rows(
         self,
-        group: _Group,
+        group: GroupLayout,
         leaves: Sequence[torch.Tensor],
         grads: Sequence[torch.Tensor],
         local: torch.Tensor,
@@ -376,8 +308,8 @@ class PpoProgram:
         pick = (lambda t: t) if whole else (lambda t: t.index_select(0, local))
         clipped, norms, finite = clip_per_agent([pick(g) for g in grads], self.max_grad_norm)
         opt_rows = new_opt[where]
-        moments = self._unpack(group, opt_rows)
-        second = self._unpack(group, opt_rows[:, self.theta_size :])
+        moments = unpack(group, opt_rows)
+        second = unpack(group, opt_rows[:, self.theta_size :])
         # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
         steps = opt_rows[:, -1].round()
         new_params, new_avgs, new_sqs, new_steps = adam(
@@ -395,14 +327,10 @@ class PpoProgram:
             opt_out = new_opt[rows]
             # Every agent finite (the usual case): the tensors as they are, no masked copies.
             keep = (lambda t: t) if bool(finite.all()) else (lambda t: t[finite])
-            self._pack(group, [keep(p) for p in new_params], theta_rows)
-            self._pack(group, [keep(m) for m in new_avgs], opt_out)
-            self._pack(group, [keep(v) for v in new_sqs], opt_out[:, self.theta_size :])
+            pack(group, [keep(p) for p in new_params], theta_rows)
+            pack(group, [keep(m) for m in new_avgs], opt_out)
+            pack(group, [keep(v) for v in new_sqs], opt_out[:, self.theta_size :])
             opt_out[:, -1] = keep(new_steps)
             new_theta[rows] = theta_rows
             new_opt[rows] = opt_out
         return norms, finite
-
-
-def _params(params: Mapping[str, torch.Tensor], group: _Group) -> list[torch.Tensor]:
-    return [params[".".join(slot.key)] for slot in group.slots]
