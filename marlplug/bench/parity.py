@@ -49,6 +49,14 @@ from marlplug.errors import UserError
 from marlplug.plugins import get_component
 from marlplug.train.orchestrator import run
 
+#: The runs' own evaluation settings, which the bench replaces by its own evaluation: overriding
+#: one would change nothing, so ``--set`` refuses it and names what does.
+EVALUATED_BY_THE_BENCH = {
+    "train.eval_backend": "the bench evaluates every run on mpe, the paper's env, whatever trains",
+    "train.eval_every": "the bench evaluates the runs itself; use --eval-every",
+    "train.eval_episodes": "the bench evaluates the runs itself; use --episodes",
+}
+
 
 def evaluation_curve(
     config: MarlplugConfig, *, eval_every: int, episodes: int, folder: Path
@@ -313,6 +321,8 @@ def main(
     options, overrides = {}, []
     for item in sets:
         key, _, value = item.partition("=")
+        if key in EVALUATED_BY_THE_BENCH:
+            raise click.UsageError(f"--set {key}: {EVALUATED_BY_THE_BENCH[key]}")
         if "." in key:  # a config path, as marlplug train --set takes it
             overrides.append(item)
         else:

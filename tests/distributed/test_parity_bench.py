@@ -172,3 +172,19 @@ def test_coded_ppo_with_a_state_critic_and_config_path_overrides(tmp_path: Path)
     assert [p["return"] for p in coded] == pytest.approx([p["return"] for p in centralized])
     refused = CliRunner().invoke(main, [*args, "--set", "coding.learners=many"])
     assert refused.exit_code == 2 and "coding.learners" in refused.output
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("train.eval_backend", "on mpe"),
+        ("train.eval_every", "--eval-every"),
+        ("train.eval_episodes", "--episodes"),
+    ],
+)
+def test_overriding_the_runs_own_evaluation_is_refused(key: str, hint: str) -> None:
+    """The bench evaluates the runs itself, so such an override would change nothing: it says so."""
+    result = CliRunner().invoke(main, [*TINY, "--set", f"{key}=vmas"])
+    assert result.exit_code == 2
+    assert f"--set {key}:" in result.output and hint in result.output
+    assert "Traceback" not in result.output
