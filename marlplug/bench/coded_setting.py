@@ -19,6 +19,9 @@ from marlplug.distributed.learner import learner_compute, state_rows
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.seeding import derive_seed
 
+#: Mixed into the seed of the warm-up's minibatch, apart from the rounds' sampler.
+_WARM_UP = 11
+
 
 @dataclass
 class Setting:
@@ -65,21 +68,16 @@ def warmed_up(
     if setting.adversaries:
         env_options["adversaries"] = setting.adversaries
     env = make_env(setting.scenario, backend=env_backend, seed=seed, **env_options)
-    maddpg = MADDPG(**algorithm_options).program(MultiAgentEnvAdapter(env).agents)
-    program = maddpg
+    program = MADDPG(**algorithm_options).program(MultiAgentEnvAdapter(env).agents)
     theta, opt_state = program.init_state(seed)
     warm = Warm(
         program,
-        ExperienceCollector(env, maddpg, seed=seed),
+        ExperienceCollector(env, program, seed=seed),
         theta,
         opt_state,
-        maddpg.options.steps_per_iteration,
+        program.options.steps_per_iteration,
     )
     batch, _ = warm.minibatch(torch.Generator().manual_seed(derive_seed(seed, _WARM_UP)))
     one_agent = np.eye(1, program.num_agents).ravel()
     learner_compute(program, one_agent, state_rows(theta, opt_state), batch, seed=seed)
     return warm
-
-
-#: Mixed into the seed of the warm-up's minibatch, apart from the rounds' sampler.
-_WARM_UP = 11
