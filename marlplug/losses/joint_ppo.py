@@ -315,12 +315,11 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         out.set("kl_approx", diagnostic("kl_approx").mean())
         out.set("max_ratio", ratio.max())
         out.set("mean_ratio", ratio.mean())
-        features = [
-            z for g in self.groups if (f := terms[g]["features"]) is not None for z in f.unbind(-2)
-        ]
+        group_features = [f for g in self.groups if (f := terms[g]["features"]) is not None]
+        features = [z for f in group_features for z in f.unbind(-2)]
         if len(features) >= 2:
             # What the redundancy penalty acts on, logged with or without it (docs/joint_ppo.md).
-            out.set("feature_abs_corr", mean_abs_correlation(features))
+            out.set("feature_abs_corr", mean_abs_correlation(group_features))
         self._add_aux(out, features)
         for group in self.groups:
             stats = {

@@ -28,6 +28,36 @@ def test_it_is_the_mean_abs_correlation_over_agent_pairs() -> None:
     assert torch.isnan(mean_abs_correlation(features[:1]))
 
 
+def _neighbour_pairs_by_definition(agents: list[torch.Tensor]) -> float:
+    count = len(agents)
+    pairs = [(0, 1)] if count == 2 else [(i, (i + 1) % count) for i in range(count)]
+    means = []
+    for i, j in pairs:
+        width = agents[i].shape[1]
+        corr = np.corrcoef(agents[i].numpy().T, agents[j].numpy().T)[:width, width:]
+        means.append(np.abs(corr).mean())
+    return float(np.mean(means))
+
+
+def test_groups_stacked_or_not_and_of_different_widths_pair_neighbours_across_groups() -> None:
+    generator = torch.Generator().manual_seed(1)
+    base = torch.randn(300, 5, generator=generator, dtype=torch.float64)
+    for layout in ([1, 1], [2], [1, 2], [2, 3], [4, 1, 2], [6]):
+        entries, agents = [], []
+        for index, count in enumerate(layout):
+            width = 3 + index  # every group its own width
+            members = [
+                base[:, :width] + torch.randn(300, width, generator=generator, dtype=torch.float64)
+                for _ in range(count)
+            ]
+            agents += members
+            # A one-agent group as plain [B, d] on even indices, stacked [B, 1, d] otherwise.
+            single = count == 1 and index % 2 == 0
+            entries.append(members[0] if single else torch.stack(members, dim=1))
+        got = float(mean_abs_correlation(entries))
+        assert abs(got - _neighbour_pairs_by_definition(agents)) < 1e-4, layout
+
+
 def test_every_update_logs_it_and_the_penalty() -> None:
     for aux in ({}, {"redundancy": RedundancyLoss(coef=0.01)}):
         model = make_model((("agent", 3),))
