@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from marlplug.config.checks import check_config, check_unique_losses
+from marlplug.config.checks import check_config, check_unique_losses, warn
 from marlplug.config.loading import check_size, read_config_file
 from marlplug.config.messages import format_loc, validation_message
 from marlplug.config.moved import move_settings_to_algorithm
 from marlplug.config.overrides import apply_override
-from marlplug.config.schema import ComponentSpec, MarlplugConfig
+from marlplug.config.schema import ComponentSpec, EnvSpec, MarlplugConfig
 from marlplug.errors import ConfigError
 from marlplug.options import Options
 from marlplug.plugins import get_plugin_manager
@@ -64,6 +64,62 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     return config
 
 
+#: The sections whose component ``--set <section>.name=...`` can replace.
+_SWAPPABLE = ("env", "algorithm")
+
+
+def leave_out_options_of_replaced_components(
+    raw: dict[str, Any], before: Mapping[str, Mapping[str, Any]], overrides: Sequence[str]
+) -> None:
+    """Where ``--set env.name=...`` (or ``algorithm.name``) replaced the file's component, drop
+    the options that came with the file's component and the new one does not take (with a
+    warning), instead of refusing the config: ``marlplug train --set env.name=formation`` on the
+    packaged default, whose ``env.entity_order`` a plugin's scenario may not have. Options given
+    with ``--set`` are never dropped.
+
+    Example:
+        >>> import warnings
+        >>> file_algorithm = {"name": "ppo", "activation": "relu", "gamma": 0.9}
+        >>> raw = {"algorithm": dict(file_algorithm)}
+        >>> apply_override(raw, "algorithm.name=maddpg")
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     leave_out_options_of_replaced_components(
+        ...         raw, {"algorithm": file_algorithm}, ["algorithm.name=maddpg"])
+        >>> raw["algorithm"]  # MADDPG has a gamma too, and no activation
+        {'name': 'maddpg', 'gamma': 0.9}
+        >>> print(caught[0].message)
+        algorithm.activation: left out: algorithm 'maddpg' does not take it (it came with the config file's algorithm 'ppo')
+    """
+    given = {tuple(a.partition("=")[0].strip().split(".")[:2]) for a in overrides}
+    registries = get_plugin_manager().registries
+    for section, old in before.items():
+        new = raw.get(section)
+        if not isinstance(new, dict) or new.get("name") == old.get("name") or (section,) in given:
+            continue  # the same component, or a whole section given with --set
+        try:
+            if section == "env":
+                backend = new.get("backend", EnvSpec.model_fields["backend"].default)
+                component = registries["env"].get_env(str(new.get("name")), str(backend)).obj
+            else:
+                component = registries[section].get_component(str(new.get("name")))
+        except ConfigError:
+            continue  # validation names the unknown component
+        accepted = set(getattr(component, "Options", Options).model_fields) | {"name", "backend"}
+        left_out = [
+            key for key in new if key in old and key not in accepted and (section, key) not in given
+        ]
+        for key in left_out:
+            del new[key]
+        if left_out:
+            it, came = ("it", "it came") if len(left_out) == 1 else ("them", "they came")
+            warn(
+                f"{', '.join(f'{section}.{key}' for key in left_out)}: left out: {section} "
+                f"'{new['name']}' does not take {it} ({came} with the config file's {section} "
+                f"'{old.get('name')}')"
+            )
+
+
 def load_config(
     path: str | Path | None = None,
     overrides: Sequence[str] = (),
@@ -83,8 +139,12 @@ def load_config(
         (3, 'cooperative_navigation')
     """
     raw: dict[str, Any] = dict(data or {}) if path is None else read_config_file(path)
+    before = {
+        section: dict(raw[section]) for section in _SWAPPABLE if isinstance(raw.get(section), dict)
+    }
     for assignment in overrides:
         apply_override(raw, assignment)
+    leave_out_options_of_replaced_components(raw, before, overrides)
     if overrides or path is None:
         check_size(raw, source="--set" if overrides else "config")
     config = validate_options(MarlplugConfig, raw)

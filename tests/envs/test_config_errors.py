@@ -10,6 +10,7 @@ import pytest
 
 from marlplug import ConfigError, MarlplugConfig, hookimpl, load_config
 from marlplug.config import validate_options
+from marlplug.config.checks import ConfigWarning
 from marlplug.envs import get_scenario, make_env
 from marlplug.envs.mpe import CooperativeNavigation
 from marlplug.envs.options import ScenarioOptions
@@ -171,3 +172,23 @@ def test_cli_prints_one_line_and_exits_2_for_any_unknown_name(
     assert result.exit_code == 2
     assert len(result.err.strip().splitlines()) == 1, result.err
     assert re.match(r"error: (env\.name|losses\[1\]\.name): unknown ", result.err)
+
+
+@pytest.mark.usefixtures("discrete_only")
+def test_another_env_on_the_command_line_leaves_out_what_only_the_file_env_takes(
+    run_cli: Callable[..., Any],
+) -> None:
+    # The packaged default lists entities nearest first; this plugin scenario lists none.
+    swap = ["--set", "env.name=discrete_only_spread"]
+    with pytest.warns(ConfigWarning) as caught:
+        result = run_cli("config", "show", *swap)
+    assert result.exit_code == 0, result.err
+    assert [str(warning.message) for warning in caught] == [
+        "env.entity_order: left out: env 'discrete_only_spread' does not take it "
+        "(it came with the config file's env 'cooperative_navigation')"
+    ]
+    assert "discrete_only_spread" in result.out and "entity_order" not in result.out
+    # Given on the command line, the field is the user's: still refused, naming it.
+    refused = run_cli("config", "show", *swap, "--set", "env.entity_order=nearest")
+    assert refused.exit_code == 2
+    assert refused.err.startswith("error: env.entity_order: unknown field 'entity_order'")
