@@ -239,7 +239,12 @@ def load_checkpoint(
         )
     for key in (*required, RNG_KEY):
         if key not in state:
-            raise UserError(f"{option}: {path} holds no '{key}' entry; it cannot be resumed")
+            # The mark without an entry this marlplug writes: a checkpoint of marlplug 0.1 (a
+            # joint-trainer or MADDPG-runner one), whose rows have another layout.
+            raise UserError(
+                f"{option}: {path} was written by an earlier marlplug (no '{key}' entry) and "
+                f"cannot be resumed; start a new run"
+            )
     return state
 
 

@@ -157,7 +157,7 @@ def _run(
             stack.enter_context(hold_run_dir(folder))
             checkpoint = folder / CHECKPOINT_NAME
             if checkpoint.exists():  # else: killed before its first checkpoint, start it over
-                state = _upgraded(load_checkpoint(checkpoint), checkpoint)
+                state = load_checkpoint(checkpoint, required=(TRAINING_KEY,))
                 check_agents(state, agent_names, checkpoint, "--resume")
         else:
             folder = new_run_dir(config, run_dir)
@@ -180,17 +180,6 @@ def _run(
         )
         return _Run(config, training, folder, total, progress, evaluation, notes).go(state)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _upgraded(state: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``state`` if it is this orchestrator's; a checkpoint written before it (a joint-trainer or
-    MADDPG-runner checkpoint of marlplug 0.1) is one line: its rows have another layout."""
-    if TRAINING_KEY not in state:
-        raise UserError(
-            f"--resume: {path} was written by an earlier marlplug (no '{TRAINING_KEY}' entry) "
-            f"and cannot be resumed; start a new run"
-        )
-    return state
 
 
 class _Run:
