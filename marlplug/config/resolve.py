@@ -17,7 +17,7 @@ from marlplug.config.loading import check_size, read_config_file
 from marlplug.config.messages import format_loc, validation_message
 from marlplug.config.moved import move_settings_to_algorithm
 from marlplug.config.overrides import apply_override
-from marlplug.config.schema import ComponentSpec, EnvSpec, MarlplugConfig
+from marlplug.config.schema import AlgorithmSpec, ComponentSpec, EnvSpec, MarlplugConfig
 from marlplug.errors import ConfigError
 from marlplug.options import Options
 from marlplug.plugins import get_plugin_manager
@@ -64,8 +64,8 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     return config
 
 
-#: The sections whose component ``--set <section>.name=...`` can replace.
-_SWAPPABLE = ("env", "algorithm")
+#: The sections whose component ``--set <section>.name=...`` can replace, and their specs.
+_SWAPPABLE: dict[str, type[ComponentSpec]] = {"env": EnvSpec, "algorithm": AlgorithmSpec}
 
 
 def leave_out_options_of_replaced_components(
@@ -95,14 +95,18 @@ def leave_out_options_of_replaced_components(
     registries = get_plugin_manager().registries
     for section, old in before.items():
         new = raw.get(section)
-        if not isinstance(new, dict) or new.get("name") == old.get("name") or (section,) in given:
-            continue  # the same component, or a whole section given with --set
+        default_name = _SWAPPABLE[section].model_fields["name"].default
+        if not isinstance(new, dict) or (section,) in given:
+            continue  # a whole section given with --set is the user's
+        old_name, new_name = old.get("name", default_name), new.get("name", default_name)
+        if new_name == old_name:
+            continue
         try:
             if section == "env":
                 backend = new.get("backend", EnvSpec.model_fields["backend"].default)
-                component = registries["env"].get_env(str(new.get("name")), str(backend)).obj
+                component = registries["env"].get_env(str(new_name), str(backend)).obj
             else:
-                component = registries[section].get_component(str(new.get("name")))
+                component = registries[section].get_component(str(new_name))
         except ConfigError:
             continue  # validation names the unknown component
         accepted = set(getattr(component, "Options", Options).model_fields) | {"name", "backend"}
@@ -115,8 +119,8 @@ def leave_out_options_of_replaced_components(
             it, came = ("it", "it came") if len(left_out) == 1 else ("them", "they came")
             warn(
                 f"{', '.join(f'{section}.{key}' for key in left_out)}: left out: {section} "
-                f"'{new['name']}' does not take {it} ({came} with the config file's {section} "
-                f"'{old.get('name')}')"
+                f"'{new_name}' does not take {it} ({came} with the config file's {section} "
+                f"'{old_name}')"
             )
 
 
