@@ -34,6 +34,15 @@ def _parse_path(path: str) -> list[str | int]:
     return tokens
 
 
+def override_path(assignment: str) -> list[str | int]:
+    """The config path a ``key.path=value`` assignment sets.
+
+    >>> override_path("algorithm.hidden_sizes[0]=32")
+    ['algorithm', 'hidden_sizes', 0]
+    """
+    return _parse_path(assignment.partition("=")[0].strip())
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one ``key.path=value`` (value parsed as YAML) to ``data`` in place.
 

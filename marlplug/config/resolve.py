@@ -16,7 +16,7 @@ from marlplug.config.checks import check_config, check_unique_losses, warn
 from marlplug.config.loading import check_size, read_config_file
 from marlplug.config.messages import format_loc, validation_message
 from marlplug.config.moved import move_settings_to_algorithm
-from marlplug.config.overrides import apply_override
+from marlplug.config.overrides import apply_override, override_path
 from marlplug.config.schema import AlgorithmSpec, ComponentSpec, EnvSpec, MarlplugConfig
 from marlplug.errors import ConfigError
 from marlplug.options import Options
@@ -91,7 +91,7 @@ def leave_out_options_of_replaced_components(
         >>> print(caught[0].message)
         algorithm.activation: left out: algorithm 'maddpg' does not take it (it came with the config file's algorithm 'ppo')
     """
-    given = {tuple(a.partition("=")[0].strip().split(".")[:2]) for a in overrides}
+    given = {tuple(override_path(assignment)[:2]) for assignment in overrides}
     registries = get_plugin_manager().registries
     for section, old in before.items():
         new = raw.get(section)
