@@ -139,7 +139,7 @@ def round_work(
     if num_agents > 1:
         row = np.eye(1, num_agents, one_agent).ravel()
         one_agent_s = learner_compute(program, row, state, batch, seed=seed).compute_s
-    ordinals = to_ordinals(state_rows(update.theta.detach(), update.opt_state.detach()))
+    ordinals = to_ordinals(update.theta.detach(), update.opt_state.detach())
     return RoundWork(update, ordinals, one_agent_s, everyone.compute_s)
 
 

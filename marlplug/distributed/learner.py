@@ -131,8 +131,9 @@ def update_agents(
     start = time.perf_counter()
     theta_all, opt_state = split_rows(state, program.theta_size)
     update = program.update(theta_all, opt_state, batch, agents, seed)
-    rows = state_rows(update.theta.detach(), update.opt_state.detach())
-    ordinals = to_ordinals(rows)
+    # Blocks side by side, not state_rows: a [32, 1.7M] temporary costs more in fresh pages than
+    # the conversion itself.
+    ordinals = to_ordinals(update.theta.detach(), update.opt_state.detach())
     stats = answer_stats(update.stats, len(agents))
     return AgentsUpdate(agents, ordinals, stats, time.perf_counter() - start)
 

@@ -16,7 +16,7 @@ from marlplug.coding import InvalidCodeError, make_decoder
 from marlplug.coding.completion import completing_agents
 from marlplug.coding.conditioning import worst_condition
 from marlplug.coding.decoding import rows_condition
-from marlplug.coding.exact import from_ordinals, to_ordinals
+from marlplug.coding.exact import BLOCK_VALUES, from_ordinals, to_ordinals
 from marlplug.plugins import get_plugin_manager
 
 CODES = get_plugin_manager().registry("code")
@@ -69,6 +69,30 @@ def test_every_decodable_set_of_a_well_conditioned_code_decodes_bit_for_bit(name
                 assert torch.equal(decoded, states), (name, missing)
                 checked += 1
     assert checked > 0
+
+
+def test_ordinals_follow_their_definition_for_every_bit_pattern_across_blocks() -> None:
+    # Random int32 patterns (NaNs, infinities and subnormals included) and the edges, in a state
+    # wider than one conversion block, against the definition written with plain integers.
+    generator = torch.Generator().manual_seed(0)
+    edges = torch.tensor(
+        [0, -(2**31), 2**31 - 1, -1, 1, 0x7F800000, -0x00800000], dtype=torch.int32
+    )
+    size = 2 * BLOCK_VALUES + 123
+    random = torch.randint(-(2**31), 2**31 - 1, (size - len(edges),), generator=generator)
+    bits = torch.cat([edges, random.to(torch.int32)]).reshape(1, size)
+    states = bits.view(torch.float32)
+    wide = bits.to(torch.int64)
+    expected = torch.where(wide < 0, -(wide + 2**31), wide)  # minus the magnitude bits below +0
+    ordinals = to_ordinals(states)
+    assert ordinals.dtype == torch.float64
+    assert torch.equal(ordinals, expected.to(torch.float64))
+    split = BLOCK_VALUES + 7  # as a learner converts its parameter and optimizer-state rows
+    assert torch.equal(to_ordinals(states[:, :split], states[:, split:]), ordinals)
+    back = from_ordinals(ordinals, torch.float32).view(torch.int32)
+    assert torch.equal(back, torch.where(bits == -(2**31), 0, bits))  # -0.0 comes back as +0.0
+    nearest = from_ordinals(ordinals + 0.4, torch.float32).view(torch.int32)  # rounds to nearest
+    assert torch.equal(nearest, back)
 
 
 def test_replicas_a_few_ulps_apart_decode_to_a_value_between_them() -> None:
