@@ -107,22 +107,40 @@ def ray_cluster(nodes: int = 3, *, cpus_per_node: int = 2) -> Iterator[RayCluste
     port = free_port()
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env = {**os.environ, **auth, "RAY_USAGE_STATS_ENABLED": "0"}
-    cluster = RayCluster(
-        address=f"127.0.0.1:{port}",
-        env=auth,
-        gcs_port=port,
-        worker_ports=[free_port() for _ in range(nodes - 1)],
-    )
+    cluster = RayCluster(address=f"127.0.0.1:{port}", env=auth, gcs_port=port, worker_ports=[])
     ray = ray_executable()
     common = [f"--num-cpus={cpus_per_node}", "--disable-usage-stats"]
-    commands = [[ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *common]]
-    commands += [
-        [ray, "start", f"--address={cluster.address}", f"--node-manager-port={worker}", *common]
-        for worker in cluster.worker_ports
-    ]
     try:
-        for command in commands:
-            subprocess.run(command, env=env, check=True, capture_output=True, timeout=180)
+        head = [ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *common]
+        started = _ray_start(head, env)
+        if started.returncode != 0:
+            raise RuntimeError(_failed(head, started))
+        for _ in range(nodes - 1):
+            cluster.worker_ports.append(_start_worker(ray, cluster.address, common, env))
         yield cluster
     finally:
         cluster.stop()
+
+
+def _ray_start(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+
+
+def _start_worker(ray: str, address: str, common: list[str], env: dict[str, str]) -> int:
+    """Start a worker node on a free port; its raylet's port. A port found free can be taken
+    before the raylet binds it (the head's own processes pick ports meanwhile), so a failed
+    start is tried once more on another port; a second failure shows what ``ray start`` said."""
+    for _ in range(2):
+        port = free_port()
+        command = [ray, "start", f"--address={address}", f"--node-manager-port={port}", *common]
+        result = _ray_start(command, env)
+        if result.returncode == 0:
+            return port
+    raise RuntimeError("twice: " + _failed(command, result))
+
+
+def _failed(command: list[str], result: subprocess.CompletedProcess[str]) -> str:
+    return (
+        f"`{' '.join(command)}` exited {result.returncode}:\n"
+        f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
