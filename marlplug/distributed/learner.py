@@ -61,12 +61,17 @@ def state_rows(theta: torch.Tensor, opt_state: torch.Tensor) -> torch.Tensor:
         >>> state_rows(torch.zeros(2, 3), torch.ones(2, 1)).tolist()
         [[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]]
     """
+    check_one_dtype(theta, opt_state)
+    return torch.cat([theta, opt_state], dim=1)
+
+
+def check_one_dtype(theta: torch.Tensor, opt_state: torch.Tensor) -> None:
+    """Raise ``TypeError`` unless a program's parameter and optimizer rows share one dtype."""
     if theta.dtype != opt_state.dtype:
         raise TypeError(
             f"theta is {theta.dtype} but opt_state is {opt_state.dtype}: a learner program's "
             "state rows must share one dtype (float32)"
         )
-    return torch.cat([theta, opt_state], dim=1)
 
 
 def split_rows(rows: torch.Tensor, theta_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,6 +138,7 @@ def update_agents(
     update = program.update(theta_all, opt_state, batch, agents, seed)
     # Blocks side by side, not state_rows: a [32, 1.7M] temporary costs more in fresh pages than
     # the conversion itself.
+    check_one_dtype(update.theta, update.opt_state)
     ordinals = to_ordinals(update.theta.detach(), update.opt_state.detach())
     stats = answer_stats(update.stats, len(agents))
     return AgentsUpdate(agents, ordinals, stats, time.perf_counter() - start)

@@ -16,7 +16,7 @@ from marlplug.coding import make_decoder
 from marlplug.coding.exact import from_ordinals
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.distributed.controller import CodedController
-from marlplug.distributed.learner import learner_compute, split_rows, state_rows
+from marlplug.distributed.learner import check_one_dtype, learner_compute, split_rows, state_rows
 from marlplug.errors import UserError
 from marlplug.plugins import get_plugin_manager
 from marlplug.seeding import derive_seed
@@ -194,4 +194,6 @@ def test_matrix_must_match_the_agents() -> None:
 def test_state_rows_must_share_a_dtype() -> None:
     with pytest.raises(TypeError, match="one dtype"):
         state_rows(torch.zeros(2, 3), torch.zeros(2, 1, dtype=torch.float64))
+    with pytest.raises(TypeError, match="one dtype"):  # what a learner's update returns, too
+        check_one_dtype(torch.zeros(2, 3), torch.zeros(2, 1, dtype=torch.float64))
     assert everyone(LinearProgram(2)) == [0, 1]
