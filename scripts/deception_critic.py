@@ -80,19 +80,13 @@ def critic_view(run: Path, *, transitions: int = 1024, seed: int = 1234) -> dict
     good = [i for i, agent in enumerate(program.agents) if not agent.name.startswith("adversary")]
     to_target = obs[:, good, :2]  # a good agent's observation starts with the target's offset
     closest = to_target.norm(dim=-1).argmin(dim=1)
-    params = program.theta_codec.unflatten(theta)
     rows: dict[bool, list[torch.Tensor]] = {True: [], False: []}
     with torch.no_grad():
         logits = program.actor_output(theta, obs)  # [M, B, A]
         for column, agent in enumerate(good):
-            # The private helper is the critic's forward pass as training runs it.
-            critic = [
-                params[name][agent : agent + 1].expand(5, *params[name].shape[1:])
-                for name in program._critic_names
-            ]
             joint = actions.reshape(1, size, count * width).repeat(5, 1, 1)
             joint[:, :, agent * width : (agent + 1) * width] = torch.eye(5).unsqueeze(1)
-            values = program._critic_values(obs.reshape(size, -1), joint, critic)  # [5, B]
+            values = program.critic_output(theta, obs, joint, agent)  # [5, B]: each own move
             unit = to_target[:, column] / to_target[:, column].norm(dim=-1, keepdim=True)
             alignment = DIRECTIONS @ unit.T  # [4, B]: each move's cosine with the target
             moves = values[1:]

@@ -124,6 +124,18 @@ class MaddpgProgram:
         params = [state[prefix + name] for name in self._actor_names]
         return stacked_mlp(obs.transpose(0, 1), params)
 
+    def critic_output(
+        self, theta_all: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor, agent: int
+    ) -> torch.Tensor:
+        """Agent ``agent``'s critic ``[S, B]`` on observations ``[B, M, O]`` with ``S`` joint
+        actions ``[S, B, M * A]`` each (as the replay buffer holds them), as training evaluates it."""
+        state = self.theta_codec.unflatten(theta_all[:, : self.theta_size])
+        params = [
+            state[name][agent : agent + 1].expand(actions.shape[0], *state[name].shape[1:])
+            for name in self._critic_names
+        ]
+        return self._critic_values(obs.reshape(obs.shape[0], -1), actions, params)
+
     def act(
         self,
         theta_all: torch.Tensor,
