@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
 from mpe2._mpe_utils.core import Landmark, World
 from mpe2._mpe_utils.scenario import BaseScenario
 from mpe2.simple_adversary.simple_adversary import Scenario as SimpleAdversaryScenario
@@ -24,7 +25,8 @@ class PhysicalDeceptionOptions(AdversarialOptions, EntityOrderOptions):
     """Options of physical deception: M-1 good agents, exactly one adversary, L landmarks.
 
     Both backends give the same observations: a good agent sees ``[target, landmarks, adversary,
-    other good agents]`` and the adversary ``[landmarks, good agents]``, each relative to itself.
+    other good agents]`` and the adversary ``[landmarks, good agents]``, each relative to itself,
+    then its own velocity with ``observe_velocity``.
     """
 
     agents: int = Field(
@@ -36,6 +38,12 @@ class PhysicalDeceptionOptions(AdversarialOptions, EntityOrderOptions):
         ge=1,
         le=MAX_AGENTS,
         description="Number of landmarks L, one of them the target; null means M-1.",
+    )
+    observe_velocity: bool = Field(
+        False,
+        description="Append each agent's own velocity to its observation (the other three "
+        "scenarios observe it; simple_adversary does not, so a move, which changes the velocity "
+        "first and the position a step later, is invisible in the next observation).",
     )
 
     @field_validator("adversaries")
@@ -68,7 +76,18 @@ class PhysicalDeceptionOptions(AdversarialOptions, EntityOrderOptions):
 
 
 class _SizedAdversaryScenario(SimpleAdversaryScenario):
-    """simple_adversary with a free landmark count (mpe2 ties it to the number of good agents)."""
+    """simple_adversary with a free landmark count (mpe2 ties it to the number of good agents),
+    and each agent's own velocity after its observation when ``observe_velocity``."""
+
+    def __init__(self, *, observe_velocity: bool = False) -> None:
+        super().__init__()
+        self.observe_velocity = observe_velocity
+
+    def observation(self, agent: Any, world: World) -> np.ndarray:
+        seen = super().observation(agent, world)
+        if not self.observe_velocity:
+            return seen
+        return np.concatenate([seen, agent.state.p_vel])
 
     def make_world(self, N: int = 2, num_landmarks: int | None = None) -> World:
         world = super().make_world(N)
@@ -107,7 +126,7 @@ class PhysicalDeception(MpeScenario):
     def mpe_scenario(self) -> tuple[BaseScenario, World]:
         options = self.options
         assert isinstance(options, PhysicalDeceptionOptions)
-        scenario = _SizedAdversaryScenario()
+        scenario = _SizedAdversaryScenario(observe_velocity=options.observe_velocity)
         world = scenario.make_world(options.good_agents, num_landmarks=options.num_landmarks)
         return scenario, world
 

@@ -141,6 +141,7 @@ class PhysicalDeception(VmasScenario):
             "agents": options.agents,
             "landmarks": options.num_landmarks,
             "continuous": options.continuous_actions,
+            "observe_velocity": options.observe_velocity,
         }
 
     def group_map(self) -> dict[str, list[str]]:

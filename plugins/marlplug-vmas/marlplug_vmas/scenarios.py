@@ -307,6 +307,7 @@ class PhysicalDeceptionScenario(_MpeLikeScenario):
         for index in range(kwargs["landmarks"]):
             world.add_landmark(mpe_landmark(f"landmark {index}", size=0.08, color=GREY))
         self.target_index = torch.zeros(batch_dim, dtype=torch.long, device=device)
+        self.observe_velocity = bool(kwargs.get("observe_velocity", False))
         return world
 
     def reset_world_at(self, env_index: int | None = None) -> None:
@@ -328,7 +329,10 @@ class PhysicalDeceptionScenario(_MpeLikeScenario):
         if self.is_first(agent):
             positions = self.agent_positions()
             landmarks, others = self.relative_views(positions)
-            self.observations = torch.cat([landmarks, others], dim=-1)
+            views = [landmarks, others]
+            if self.observe_velocity:
+                views.append(self.agent_velocities())
+            self.observations = torch.cat(views, dim=-1)
             self.target_views = self.target_pos().unsqueeze(1) - positions
         index = self.index_of(agent)
         if agent.adversary:

@@ -82,8 +82,20 @@ def _start(
 def test_same_actions_give_the_same_trajectory(
     scenario: str, continuous: bool, sizes: dict[str, dict[str, Any]]
 ) -> None:
-    _, mpe, mpe_td = _start("mpe", scenario, continuous, sizes[scenario])
-    _, vmas, vmas_td = _start("vmas", scenario, continuous, sizes[scenario])
+    _assert_same_trajectory(scenario, continuous, sizes[scenario])
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_observed_velocities_are_the_same_on_both_backends(continuous: bool) -> None:
+    options = {**SMALL["physical_deception"], "observe_velocity": True}
+    _assert_same_trajectory("physical_deception", continuous, options)
+
+
+def _assert_same_trajectory(scenario: str, continuous: bool, options: dict[str, Any]) -> None:
+    """Six steps of the same random actions from the same hand-placed state: the same
+    observations and rewards on both backends."""
+    _, mpe, mpe_td = _start("mpe", scenario, continuous, options)
+    _, vmas, vmas_td = _start("vmas", scenario, continuous, options)
     generator = torch.Generator().manual_seed(0)
     for _ in range(6):
         for group in mpe.group_map:
