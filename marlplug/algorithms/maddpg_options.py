@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
@@ -74,6 +74,13 @@ class MaddpgOptions(Options):
     exploration_std: float = Field(
         0.1, ge=0, description="Gaussian exploration noise for continuous actions."
     )
+    critic: Literal["joint", "local"] = Field(
+        "joint",
+        description=(
+            "What each agent's critic reads: every agent's observation and action (joint, "
+            "MADDPG's centralized critic) or its own agent's only (local: independent DDPG critics)."
+        ),
+    )
 
     @field_validator("hidden_sizes")
     @classmethod
@@ -91,12 +98,13 @@ class MaddpgOptions(Options):
         self, *, agents: int, observation_floats: int, train: TrainSection
     ) -> tuple[int, str, str]:
         """A lower bound of the largest allocation: the replay buffer (allocated whole at the
-        first transition) or the agents' state (networks, targets and Adam moments; each critic
-        reads every agent's observation and action)."""
+        first transition) or the agents' state (networks, targets and Adam moments; a joint
+        critic reads every agent's observation and action)."""
         del train  # MADDPG sizes its run with its own options
         buffer = 4 * self.buffer_size * agents * (2 * observation_floats + 3)
         first_width = self.hidden_sizes[0] if self.hidden_sizes else 1
-        state = 4 * 4 * agents * agents * (observation_floats + 1) * first_width
+        critic_inputs = agents if self.critic == "joint" else 1
+        state = 4 * 4 * agents * critic_inputs * (observation_floats + 1) * first_width
         if buffer >= state:
             return (
                 buffer,

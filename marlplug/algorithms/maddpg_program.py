@@ -62,7 +62,8 @@ class MaddpgProgram:
         self.obs_dim, self.action_dim = padded_dims(self.agents)
         hidden = list(options.hidden_sizes)
         self.actor_sizes = [self.obs_dim, *hidden, self.action_dim]
-        self.critic_sizes = [self.num_agents * (self.obs_dim + self.action_dim), *hidden, 1]
+        critic_inputs = self.num_agents if options.critic == "joint" else 1
+        self.critic_sizes = [critic_inputs * (self.obs_dim + self.action_dim), *hidden, 1]
         actor = mlp_shapes("actor", self.actor_sizes)
         critic = mlp_shapes("critic", self.critic_sizes)
         networks = actor + critic
@@ -134,7 +135,8 @@ class MaddpgProgram:
             state[name][agent : agent + 1].expand(actions.shape[0], *state[name].shape[1:])
             for name in self._critic_names
         ]
-        return self._critic_values(obs.reshape(obs.shape[0], -1), actions, params)
+        index = torch.full((actions.shape[0],), agent, dtype=torch.long)
+        return self._critic_values(obs.reshape(obs.shape[0], -1), actions, params, index)
 
     def act(
         self,
@@ -267,6 +269,7 @@ class MaddpgProgram:
                 next_obs.reshape(batch_size, -1),
                 target_actions,
                 [own["target_" + n] for n in self._critic_names],
+                index,
             )
             reward = batch["reward"].transpose(0, 1).index_select(0, index)  # [S, B]
             not_done = 1.0 - batch["terminated"].to(obs.dtype).transpose(0, 1).index_select(
@@ -276,7 +279,7 @@ class MaddpgProgram:
 
         joint_actions = actions.reshape(1, batch_size, -1)
         critic = [own[n].detach().requires_grad_(True) for n in self._critic_names]
-        q_value = self._critic_values(obs_flat, joint_actions.expand(count, -1, -1), critic)
+        q_value = self._critic_values(obs_flat, joint_actions.expand(count, -1, -1), critic, index)
         critic_loss = (q_value - td_target).pow(2).mean(dim=1)
         critic_grads = torch.autograd.grad(critic_loss.sum(), critic)
         new_critic, critic_m, critic_v, new_step, critic_norm, critic_ok = self._step(
@@ -290,7 +293,9 @@ class MaddpgProgram:
         policy_action = self._own_policy_action(raw, index, policy_noise)
         slots = self._action_columns(index).unsqueeze(1).expand(-1, batch_size, -1)
         policy_actions = joint_actions.expand(count, -1, -1).scatter(2, slots, policy_action)
-        policy_q = self._critic_values(obs_flat, policy_actions, [p.detach() for p in new_critic])
+        policy_q = self._critic_values(
+            obs_flat, policy_actions, [p.detach() for p in new_critic], index
+        )
         valid = self.action_mask.index_select(0, index).unsqueeze(1).to(raw.dtype)
         regularizer = (raw * valid).pow(2).sum(-1) / valid.sum(-1)
         actor_loss = -policy_q.mean(dim=1) + options.actor_regularization * regularizer.mean(dim=1)
@@ -331,9 +336,14 @@ class MaddpgProgram:
     # ------------------------------------------------------------------ helpers
 
     def _critic_values(
-        self, obs: torch.Tensor, actions: torch.Tensor, params: Sequence[torch.Tensor]
+        self,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        params: Sequence[torch.Tensor],
+        index: torch.Tensor,
     ) -> torch.Tensor:
-        """``[S, B]`` each replica's critic on ``[obs | actions]`` (the centralized critic's input).
+        """``[S, B]`` the critics of agents ``index`` ``[S]`` on ``[obs | actions]`` (every agent's
+        with ``critic: joint``, the own agent's with ``local``).
 
         ``obs`` ``[B, M * O]`` is shared by the ``S`` replicas, ``actions`` is ``[S, B, M * A]``. The first
         layer is split into its observation and action columns, so the wide joint input is never
@@ -341,10 +351,19 @@ class MaddpgProgram:
         """
         count = actions.shape[0]
         weight, bias = params[0], params[1]
-        obs_width = obs.shape[-1]
-        shared_obs = obs.unsqueeze(0).expand(count, -1, -1)
-        hidden = stacked_linear(shared_obs, weight[:, :obs_width], bias.unsqueeze(1))
-        hidden = stacked_linear(actions, weight[:, obs_width:], hidden)
+        if self.options.critic == "joint":
+            critic_obs, critic_actions = obs.unsqueeze(0).expand(count, -1, -1), actions
+        else:
+            rows = obs.shape[0]
+            critic_obs = (
+                obs.reshape(rows, self.num_agents, -1).transpose(0, 1).index_select(0, index)
+            )
+            critic_actions = actions.reshape(count, rows, self.num_agents, -1)[
+                torch.arange(count), :, index
+            ]
+        obs_width = critic_obs.shape[-1]
+        hidden = stacked_linear(critic_obs, weight[:, :obs_width], bias.unsqueeze(1))
+        hidden = stacked_linear(critic_actions, weight[:, obs_width:], hidden)
         if len(params) > 2:
             hidden = stacked_mlp(torch.relu_(hidden), params[2:])
         return hidden.squeeze(-1)

@@ -107,14 +107,21 @@ def _relative(mine: torch.Tensor, theirs: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize(
-    ("discrete", "hidden_sizes"), [(True, (16, 16)), (False, (16, 16)), (True, ())]
+    ("discrete", "hidden_sizes", "critic"),
+    [
+        (True, (16, 16), "joint"),
+        (False, (16, 16), "joint"),
+        (True, (), "joint"),
+        (True, (16, 16), "local"),
+        (False, (16, 16), "local"),
+    ],
 )
 def test_a_learners_agents_equal_the_joint_slice(
-    discrete: bool, hidden_sizes: tuple[int, ...]
+    discrete: bool, hidden_sizes: tuple[int, ...], critic: str
 ) -> None:
     # A learner's call and the joint call run different tensor shapes, for which BLAS may pick
     # different kernels (and does, per CPU): they agree to float32 rounding, not bit for bit.
-    program = make_program(4, discrete=discrete, hidden_sizes=hidden_sizes)
+    program = make_program(4, discrete=discrete, hidden_sizes=hidden_sizes, critic=critic)
     assert isinstance(program, LearnerProgram)
     (theta, opt_state), batch = program.init_state(0), make_batch(program)
     joint = program.update(theta, opt_state, batch, [0, 1, 2, 3], seed=5)
@@ -162,7 +169,7 @@ def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
     obs = torch.randn(16, 3 * program.obs_dim, generator=generator)
     actions = torch.randn(2, 16, 3 * program.action_dim, generator=generator, requires_grad=True)
 
-    values = program._critic_values(obs, actions, params)
+    values = program._critic_values(obs, actions, params, torch.tensor([2, 0]))
     joint = torch.cat([obs.expand(2, -1, -1), actions], dim=-1)
     reference = stacked_mlp(joint, params).squeeze(-1)
     torch.testing.assert_close(values, reference, rtol=1e-5, atol=1e-6)
@@ -170,6 +177,32 @@ def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
     reference_grads = torch.autograd.grad(reference.square().sum(), [actions, *params])
     for grad, reference_grad in zip(grads, reference_grads, strict=True):
         torch.testing.assert_close(grad, reference_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_a_local_critic_reads_its_own_agent_only() -> None:
+    joint, local = make_program(3), make_program(3, critic="local")
+    assert joint.critic_sizes[0] == 3 * local.critic_sizes[0]
+    theta, _ = local.init_state(0)
+    generator = torch.Generator().manual_seed(0)
+    obs = torch.randn(8, 3, local.obs_dim, generator=generator)
+    actions = torch.randn(2, 8, 3 * local.action_dim, generator=generator)
+    values = local.critic_output(theta, obs, actions, agent=1)
+    others = obs.clone()
+    others[:, [0, 2]] = torch.randn(8, 2, local.obs_dim, generator=generator)
+    other_actions = actions.clone()
+    other_actions[..., : local.action_dim] += 1.0  # agent 0's action columns
+    assert torch.equal(local.critic_output(theta, others, other_actions, agent=1), values)
+    own = obs.clone()
+    own[:, 1] += 1.0
+    assert not torch.allclose(local.critic_output(theta, own, actions, agent=1), values)
+    # Its weights are agent 1's: the plain MLP on agent 1's observation and action.
+    state = local.theta_codec.unflatten(theta[1:2])
+    params = [state[name] for name in local._critic_names]
+    own_input = torch.cat(
+        [obs[:, 1].expand(2, -1, -1), actions[..., local.action_dim : 2 * local.action_dim]], -1
+    )
+    reference = stacked_mlp(own_input, [p.expand(2, *p.shape[1:]) for p in params]).squeeze(-1)
+    torch.testing.assert_close(values, reference, rtol=1e-5, atol=1e-6)
 
 
 def test_policy_actions_are_gumbel_softmax_samples_in_joint_layout() -> None:

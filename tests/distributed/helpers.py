@@ -131,8 +131,9 @@ def state_error(actual: AgentUpdate, expected: AgentUpdate) -> float:
     )
 
 
-def maddpg_program(num_agents: int) -> tuple[LearnerProgram, TensorDict]:
-    """A small MADDPG program on the learner contract, and a minibatch for it."""
+def maddpg_program(num_agents: int, *, critic: str = "joint") -> tuple[LearnerProgram, TensorDict]:
+    """A small MADDPG program on the learner contract (its critics reading ``critic``), and a
+    minibatch for it."""
     from marlplug.algorithms.maddpg import MADDPG
     from marlplug.algorithms.spaces import AgentSpace
 
@@ -140,7 +141,7 @@ def maddpg_program(num_agents: int) -> tuple[LearnerProgram, TensorDict]:
         AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True)
         for i in range(num_agents)
     ]
-    program = MADDPG(hidden_sizes=[16, 16], minibatch_size=32).program(spaces)
+    program = MADDPG(hidden_sizes=[16, 16], minibatch_size=32, critic=critic).program(spaces)
     generator = torch.Generator().manual_seed(0)
     size = 32
     obs = torch.randn(size, num_agents, 6, generator=generator)

@@ -88,9 +88,12 @@ def test_every_decodable_straggler_pattern_recovers_the_centralized_update(name:
     assert all_patterns(program, linear_batch(program), name) > 0
 
 
+@pytest.mark.parametrize("critic", ["joint", "local"])
 @pytest.mark.parametrize("name", ["mds", "ldpc"])
-def test_every_decodable_pattern_recovers_the_centralized_maddpg_update(name: str) -> None:
-    program, batch = maddpg_program(M)
+def test_every_decodable_pattern_recovers_the_centralized_maddpg_update(
+    name: str, critic: str
+) -> None:
+    program, batch = maddpg_program(M, critic=critic)
     assert all_patterns(program, batch, name) > 0
 
 
