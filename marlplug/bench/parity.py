@@ -157,6 +157,12 @@ def parity(
             "env_backend": first.env.backend,
             "num_envs": first.train.num_envs,
             "coded_label": coded_label(first) if first.coding is not None else "",
+            # What trained the curves, so that a saved result says how to reproduce it.
+            "algorithm": {
+                "name": first.algorithm.name,
+                **first.algorithm.options.model_dump(mode="json"),
+            },
+            "updates": first.train.updates,
             "centralized": {},
             "coded": {},
         }

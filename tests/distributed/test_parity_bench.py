@@ -126,6 +126,10 @@ def test_a_config_file_gives_the_runs_settings(tmp_path: Path) -> None:
     entry = json.loads(output.read_text())["keep_away"]
     assert (entry["env_options"]["agents"], entry["env_options"]["adversaries"]) == (3, 2)
     assert entry["coded_label"] == "coded (mds, N=6, k=1, t_s=0.5 s)"
+    # And the algorithm's settings, every option resolved, as the file gave them.
+    assert entry["algorithm"]["name"] == "maddpg"
+    assert (entry["algorithm"]["hidden_sizes"], entry["algorithm"]["critic"]) == ([8], "joint")
+    assert entry["updates"] == 4
     centralized, coded = entry["centralized"]["0"], entry["coded"]["0"]
     assert [p["env_steps"] for p in centralized] == [0, 20, 40]
     # mds: every learner updates all agents in one call, the centralized call's shapes, so the
