@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from marlplug.algorithms.maddpg_critic import CriticInput
 from marlplug.config import MAX_WIDTH, Options
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class MaddpgOptions(Options):
     exploration_std: float = Field(
         0.1, ge=0, description="Gaussian exploration noise for continuous actions."
     )
-    critic: Literal["joint", "local"] = Field(
+    critic: CriticInput = Field(
         "joint",
         description=(
             "What each agent's critic reads: every agent's observation and action (joint, "

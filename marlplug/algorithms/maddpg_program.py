@@ -23,10 +23,11 @@ from marlplug.algorithms.maddpg_actions import (
     joint_target_actions,
     own_policy_action,
 )
+from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import StateCodec
-from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_linear, stacked_mlp
+from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
 from marlplug.seeding import agent_seed, derive_seed
@@ -342,31 +343,10 @@ class MaddpgProgram:
         params: Sequence[torch.Tensor],
         index: torch.Tensor,
     ) -> torch.Tensor:
-        """``[S, B]`` the critics of agents ``index`` ``[S]`` on ``[obs | actions]`` (every agent's
-        with ``critic: joint``, the own agent's with ``local``).
-
-        ``obs`` ``[B, M * O]`` is shared by the ``S`` replicas, ``actions`` is ``[S, B, M * A]``. The first
-        layer is split into its observation and action columns, so the wide joint input is never
-        copied per replica and autograd only ever forms gradients for the narrow action part.
-        """
-        count = actions.shape[0]
-        weight, bias = params[0], params[1]
-        if self.options.critic == "joint":
-            critic_obs, critic_actions = obs.unsqueeze(0).expand(count, -1, -1), actions
-        else:
-            rows = obs.shape[0]
-            critic_obs = (
-                obs.reshape(rows, self.num_agents, -1).transpose(0, 1).index_select(0, index)
-            )
-            critic_actions = actions.reshape(count, rows, self.num_agents, -1)[
-                torch.arange(count), :, index
-            ]
-        obs_width = critic_obs.shape[-1]
-        hidden = stacked_linear(critic_obs, weight[:, :obs_width], bias.unsqueeze(1))
-        hidden = stacked_linear(critic_actions, weight[:, obs_width:], hidden)
-        if len(params) > 2:
-            hidden = stacked_mlp(torch.relu_(hidden), params[2:])
-        return hidden.squeeze(-1)
+        """:func:`~marlplug.algorithms.maddpg_critic.critic_values` with this program's critics."""
+        return critic_values(
+            obs, actions, params, index, critic=self.options.critic, num_agents=self.num_agents
+        )
 
     def _action_columns(self, index: torch.Tensor) -> torch.Tensor:
         """``[S, A]`` the joint-action columns (``[B, M * A]`` layout) of each agent in ``index``."""
