@@ -4,7 +4,9 @@
 sides are built in :mod:`marlplug.bench.loss_sides`);
 (b) the exact all-pairs redundancy penalty (forward + backward) vs a pair loop and vs one Gram product;
 (c) the joint step's GEMM floor (:mod:`marlplug.bench.gemm_floor`): its matrix-product FLOPs at the
-fp32 GEMM rate of a reference product, and the step's time over it.
+fp32 GEMM rate of a reference product, and the step's time over it;
+(d) where the step's time goes beyond that floor (:mod:`marlplug.bench.gemm_replay`): its matrix
+products timed inside the step, and the same products replayed alone at their own shapes.
 All implementations of one row, and the reference product, are timed in interleaved rounds (medians),
 so load and clock changes hit them alike.
 On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
@@ -13,8 +15,10 @@ On a terminal, a progress bar on stderr counts the rounds (M values x repeats).
 from __future__ import annotations
 
 import json
+import statistics
+from collections import Counter
 from collections.abc import Callable
-from typing import get_args
+from typing import Any, get_args
 
 import click
 import torch
@@ -27,6 +31,7 @@ from marlplug.bench.gemm_floor import (
     significant,
     with_gemm_floor,
 )
+from marlplug.bench.gemm_replay import MatrixProduct, record_products, replayed_medians_ms
 from marlplug.bench.loss_sides import joint_update, model_and_batch, separate_update
 from marlplug.losses.redundancy import (
     redundancy_all_pairs,
@@ -58,13 +63,20 @@ def measure(
     critic: CriticInput = "joint",
     activation: Activation = "tanh",
     after_round: Callable[[], None] | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """One row of the benchmark: timings (ms) for ``n_agents`` agents whose critics read ``critic``,
     and ``gemm_gflop``, the matrix-product GFLOP of one joint step (:func:`gemm_flops`: actor and
     critic forward and backward, and the ``feature_abs_corr`` diagnostic's product; not the critic's
     one-unit output layer, a row-wise dot product), and the floor it sets
     (:func:`~marlplug.bench.gemm_floor.with_gemm_floor`) at the rate of the reference product
-    (:func:`~marlplug.bench.gemm_floor.gemm_reference`) timed in the same rounds. ``after_round``
+    (:func:`~marlplug.bench.gemm_floor.gemm_reference`) timed in the same rounds.
+
+    Where the step's time goes (:mod:`marlplug.bench.gemm_replay`): ``gemm_in_step_ms``, the time
+    of its matrix products inside a step that runs in the same rounds with every product timed;
+    ``gemm_alone_ms``, the same products replayed alone at their shapes, and
+    ``gemm_alone_over_floor``, that time over the floor at the reference product's rate in the
+    replay's own rounds (``replay_gflops_rate``); ``rest_ms``, the step's time outside its
+    products; ``products``, one row per distinct product (:func:`_product_rows`). ``after_round``
     is called after each of the ``repeats`` timed rounds."""
     torch.manual_seed(0)
     model, batch = model_and_batch(
@@ -86,10 +98,12 @@ def measure(
         return lambda: function().backward()
 
     product, product_gflop = gemm_reference()
+    in_step_ms: list[float] = []  # the products' time in each step of "recorded"
     timings = interleaved_median_ms(
         {
             "gemm": product,
             "joint": joint_step,
+            "recorded": lambda: in_step_ms.append(record_products(joint_step)[1]),
             "separate": separate_step,
             "redundancy": backward(lambda: redundancy_all_pairs(features)),
             "pairloop": backward(lambda: redundancy_pair_loop(features)),
@@ -117,7 +131,39 @@ def measure(
         "redundancy_over_floor": round(redundancy_ms / floor_ms, 3),
         "gemm_gflop": significant(gemm_gflop),
     }
-    return with_gemm_floor(row, product_gflop / (timings["gemm"] * 1e-3))
+    row = with_gemm_floor(row, product_gflop / (timings["gemm"] * 1e-3))
+    step_products, _ = record_products(joint_step)
+    (reference,), _ = record_products(product)
+    medians = replayed_medians_ms([*step_products, reference], repeats=repeats)
+    alone_ms = sum(medians[p] for p in step_products)
+    products_in_step_ms = statistics.median(in_step_ms[-repeats:])
+    return {
+        **row,
+        "gemm_in_step_ms": significant(products_in_step_ms),
+        "rest_ms": significant(joint_ms - products_in_step_ms),
+        "gemm_alone_ms": significant(alone_ms),
+        "gemm_alone_over_floor": significant(
+            alone_ms / (gemm_gflop / product_gflop * medians[reference])
+        ),
+        "replay_gflops_rate": significant(reference.flops / medians[reference] / 1e6),
+        "products": _product_rows(step_products, medians),
+    }
+
+
+def _product_rows(
+    products: list[MatrixProduct], medians: dict[MatrixProduct, float]
+) -> list[dict[str, float | str]]:
+    """One row per distinct product of the step: its calls, their time replayed alone (ms) and
+    its rate (GFLOP/s)."""
+    return [
+        {
+            "product": product.describe(),
+            "calls": calls,
+            "alone_ms": significant(medians[product] * calls),
+            "gflops_rate": significant(product.flops / medians[product] / 1e6),
+        }
+        for product, calls in Counter(products).items()
+    ]
 
 
 @click.command()
@@ -168,6 +214,12 @@ def measure(
     show_default=True,
     help="The hidden layers' nonlinearity on both sides (PPO's algorithm.activation).",
 )
+@click.option(
+    "--products",
+    "show_products",
+    is_flag=True,
+    help="Also list the joint step's matrix products: calls, time replayed alone, GFLOP/s.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per M.")
 def loss(
     agent_counts: tuple[int, ...],
@@ -177,13 +229,14 @@ def loss(
     threads: int,
     critic: CriticInput,
     activation: Activation,
+    show_products: bool,
     as_json: bool,
 ) -> None:
     """JointPPOLoss vs M separate ClipPPOLoss and its GEMM floor; the redundancy penalty's cost.
 
     The redundancy penalty runs all-pairs, as a pair loop and as one Gram product."""
     torch.set_num_threads(threads)
-    results: list[dict[str, float | str]] = []
+    results: list[dict[str, Any]] = []
     with stderr_progress(len(agent_counts) * repeats, label="bench loss") as progress:
         for m in agent_counts:
             progress.advance(f"M={m}", steps=0)
@@ -229,6 +282,54 @@ def loss(
         "gemm floor": "gemm_floor_ms",
         "step/floor": "step_over_floor",
     }
-    click.echo("".join(f"{header:>11}" for header in columns))
+    _echo_table(columns, results)
+    click.echo(
+        "\nWhere the joint step's time goes (ms): its matrix products timed inside the step, the "
+        "same products replayed alone at their shapes (warm caches), and the rest of the step"
+    )
+    _echo_table(
+        {
+            "M": "agents",
+            "joint": "joint_ms",
+            "gemm floor": "gemm_floor_ms",
+            "in step": "gemm_in_step_ms",
+            "alone": "gemm_alone_ms",
+            "rest": "rest_ms",
+            "alone/floor": "gemm_alone_over_floor",
+        },
+        results,
+    )
+    if show_products:
+        for result in results:
+            click.echo(
+                f"\nM = {result['agents']}: the joint step's matrix products replayed alone "
+                f"(the reference product: {result['replay_gflops_rate']} GFLOP/s)"
+            )
+            _echo_table(
+                {
+                    "calls": "calls",
+                    "ms": "alone_ms",
+                    "GFLOP/s": "gflops_rate",
+                    "  product": "product",
+                },
+                result["products"],
+                align={"product": "<"},
+            )
+
+
+def _echo_table(
+    columns: dict[str, str],
+    results: list[dict[str, Any]],
+    align: dict[str, str] | None = None,
+) -> None:
+    """One header line and one line per result, in 12-character columns, right-aligned; a key
+    that ``align`` maps to ``"<"`` is written as is, after two spaces (a last, text column)."""
+    """One header line and one line per result, right-aligned in 12-character columns."""
+    align = align or {}
+
+    def cell(value: object, key: str) -> str:
+        return f"  {value}" if align.get(key) == "<" else f"{value:>12}"
+
+    click.echo("".join(cell(header, key) for header, key in columns.items()))
     for result in results:
-        click.echo("".join(f"{result[key]:>11}" for key in columns.values()))
+        click.echo("".join(cell(result[key], key) for key in columns.values()))

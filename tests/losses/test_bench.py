@@ -11,6 +11,11 @@ import pytest
 import torch
 
 from marlplug.bench.gemm_floor import gemm_flops
+from marlplug.bench.gemm_replay import (
+    TensorLayout,
+    record_products,
+    replayed_medians_ms,
+)
 from marlplug.bench.loss import gram_floor, measure
 from marlplug.bench.loss_sides import (
     N_ACTIONS,
@@ -76,6 +81,12 @@ def _assert_gemm_floor(row: dict[str, Any]) -> None:
         row["gemm_gflop"] / row["gemm_gflops_rate"] * 1e3, rel=2e-3
     )
     assert row["step_over_floor"] == pytest.approx(row["joint_ms"] / row["gemm_floor_ms"], rel=2e-3)
+    assert row["gemm_in_step_ms"] > 0 and row["gemm_alone_ms"] > 0
+    assert row["gemm_alone_over_floor"] > 0 and row["replay_gflops_rate"] > 0
+    assert row["rest_ms"] == pytest.approx(row["joint_ms"] - row["gemm_in_step_ms"], abs=2e-3)
+    products = row["products"]
+    assert sum(p["alone_ms"] for p in products) == pytest.approx(row["gemm_alone_ms"], rel=1e-3)
+    assert {p["product"].split()[0] for p in products} >= {"bmm", "baddbmm"}
 
 
 def test_bench_loss_state_critic_json(run_cli: Callable[..., Any]) -> None:
@@ -161,3 +172,43 @@ def test_gram_floor_holds_every_pair_of_the_penalty() -> None:
     assert pairs == pytest.approx(float(redundancy_pair_loop(features)), rel=1e-9)
     wide = standardized.repeat(1, 20)  # more columns than rows: the other orientation, same norm
     assert float(gram_floor(wide)) == pytest.approx(float((wide.T @ wide).square().sum()), rel=1e-9)
+
+
+@pytest.mark.parametrize("critic", CRITICS)
+def test_recorded_products_are_every_product_of_the_step(critic: CriticInput) -> None:
+    torch.manual_seed(0)
+    model, batch = model_and_batch(3, rows=16, hidden=8, critic=critic, activation="relu")
+    step = joint_update(model, batch)
+    products, in_step_ms = record_products(step)
+    assert sum(p.flops for p in products) == gemm_flops(step)
+    assert in_step_ms > 0
+    assert {str(p.op.overloadpacket) for p in products} >= {"aten.bmm", "aten.baddbmm"}
+
+
+def test_replayed_products_keep_their_layouts() -> None:
+    # A transposed operand replays transposed: the replay times the product as the step ran it.
+    left = torch.randn(4, 6).T
+    products, _ = record_products(lambda: torch.mm(left, torch.randn(4, 5)))
+    (product,) = products
+    replayed = [arg.random() for arg in product.args if isinstance(arg, TensorLayout)]
+    assert [t.stride() for t in replayed] == [(1, 6), (5, 1)]
+    medians = replayed_medians_ms(products * 3, repeats=2)
+    assert list(medians) == products and medians[product] > 0
+
+
+def test_bench_loss_table_shows_where_the_step_goes(run_cli: Callable[..., Any]) -> None:
+    result = run_cli(
+        "bench", "loss", "--agents", "2", "--rows", "16", "--hidden", "8", "--repeats", "1",
+        "--products",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.err
+    lines = result.out.splitlines()
+    header = next(line for line in lines if "alone/floor" in line)
+    assert header.split() == ["M", "joint", "gemm", "floor", "in", "step", "alone", "rest",
+                              "alone/floor"]  # fmt: skip
+    values = lines[lines.index(header) + 1].split()
+    joint, in_step, rest = float(values[1]), float(values[3]), float(values[5])
+    assert rest == pytest.approx(joint - in_step, abs=2e-3)
+    listed = lines[lines.index(next(line for line in lines if line.startswith("M = 2:"))) + 2 :]
+    # --products: one line per distinct product, e.g. "1  0.01  0.5  bmm 2x16x8 @ 2x8x8"
+    assert listed and all(line.split()[3] in {"mm", "addmm", "bmm", "baddbmm"} for line in listed)
