@@ -82,9 +82,13 @@ def adam_(
         ([-0.1, -0.1, -0.1], [0.0, 0.0, 0.0], [1.0, 0.0])
     """
     per_tensor = [steps] * len(params) if isinstance(steps, torch.Tensor) else list(steps)
-    run_params, run_grads, run_avgs, run_sqs, run_steps = [], [], [], [], []
-    # One shared count (the usual case) has one set of runs: found once, not once per tensor.
-    runs_of: dict[int, list[tuple[int, int]]] = {}
+    # What the fused kernel takes: parameters, gradients, first and second moments, step counts.
+    run_tensors: tuple[list[torch.Tensor], ...] = ([], [], [], [])
+    run_steps: list[torch.Tensor] = []
+    masks: dict[int, torch.Tensor] = {}  # number of agents -> which of them step
+    # Each parameter usually has its own count tensor, all holding the same counts: the runs of
+    # each distinct (mask, counts) pair are found once, not once per tensor.
+    known_runs: list[tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]] = []
     for param, grad, avg, sq, count in zip(
         params, grads, exp_avgs, exp_avg_sqs, per_tensor, strict=True
     ):
@@ -96,21 +100,16 @@ def adam_(
                 f"{param.stride()}"
             )
         grad = grad.contiguous()
-        mask = torch.ones(param.shape[0], dtype=torch.bool) if active is None else active
-        if mask.shape != (param.shape[0],):
-            raise UserError(
-                f"per-agent Adam: the active mask has shape {tuple(mask.shape)}; the parameter "
-                f"has {param.shape[0]} agents"
-            )
-        if id(count) not in runs_of:
-            runs_of[id(count)] = lockstep_runs(mask, count)
-        for start, stop in runs_of[id(count)]:
-            run_params.append(param[start:stop])
-            run_grads.append(grad[start:stop])
-            run_avgs.append(avg[start:stop])
-            run_sqs.append(sq[start:stop])
+        mask = _active_mask(active, param.shape[0], masks)
+        for start, stop in _runs(mask, count, known_runs):
+            tensors: tuple[torch.Tensor, ...] = (param, grad, avg, sq)
+            if (start, stop) != (0, param.shape[0]):  # not every agent: views of the run's rows
+                tensors = tuple(tensor[start:stop] for tensor in tensors)
+            for run, tensor in zip(run_tensors, tensors, strict=True):
+                run.append(tensor)
             run_steps.append(count[start].clone())  # the kernel increments its own copy
-    if run_params:
+    if run_steps:
+        run_params, run_grads, run_avgs, run_sqs = run_tensors
         beta1, beta2 = settings.betas
         _torch_adam(
             run_params,
@@ -129,9 +128,43 @@ def adam_(
             maximize=False,
         )
     distinct = {id(count): count for count in per_tensor}
+    increments: dict[tuple[int, torch.dtype], torch.Tensor] = {}
     for count in distinct.values():
-        mask = torch.ones(count.shape[0], dtype=torch.bool) if active is None else active
-        count.add_(mask.to(count.dtype))
+        key = (count.shape[0], count.dtype)
+        if key not in increments:
+            increments[key] = _active_mask(active, count.shape[0], masks).to(count.dtype)
+        count.add_(increments[key])
+
+
+def _runs(
+    mask: torch.Tensor,
+    count: torch.Tensor,
+    known: list[tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]],
+) -> list[tuple[int, int]]:
+    """:func:`lockstep_runs` of ``mask`` and ``count``, looked up in ``known`` first (the same mask
+    and equal counts) and added to it when new."""
+    for known_mask, known_count, runs in known:
+        if known_mask is mask and (known_count is count or torch.equal(known_count, count)):
+            return runs
+    runs = lockstep_runs(mask, count)
+    known.append((mask, count, runs))
+    return runs
+
+
+def _active_mask(
+    active: torch.Tensor | None, n_agents: int, masks: dict[int, torch.Tensor]
+) -> torch.Tensor:
+    """``active`` checked against ``n_agents``, or all ``True`` when it is None; made once per
+    number of agents (``masks`` keeps them)."""
+    if n_agents not in masks:
+        mask = torch.ones(n_agents, dtype=torch.bool) if active is None else active
+        if mask.shape != (n_agents,):
+            raise UserError(
+                f"per-agent Adam: the active mask has shape {tuple(mask.shape)}; the parameter "
+                f"has {n_agents} agents"
+            )
+        masks[n_agents] = mask
+    return masks[n_agents]
 
 
 def adam(

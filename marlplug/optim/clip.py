@@ -26,19 +26,28 @@ def per_agent_norms(grads: Sequence[torch.Tensor | None], n_agents: int) -> torc
         >>> per_agent_norms([torch.tensor([[3.0, 4.0], [0.0, 1.0]]), None], 2).tolist()
         [5.0, 1.0]
     """
+    views = [grad.reshape(n_agents, -1) for grad in grads if grad is not None]
+    squared = _squared_norms(views, n_agents, redo_overflow=False)
+    if not bool(torch.isfinite(squared).all()):
+        # A norm that overflows float32 is redone in float64, so only a truly non-finite one stays
+        # so. float64 squares of float32 norms cannot overflow, so one check covers every tensor.
+        squared = _squared_norms(views, n_agents, redo_overflow=True)
+    return squared.sqrt()
+
+
+def _squared_norms(
+    views: Sequence[torch.Tensor], n_agents: int, *, redo_overflow: bool
+) -> torch.Tensor:
+    """Sum over ``views`` ``[A, n]`` of each row's squared L2 norm, in float64. Each norm is taken
+    in its tensor's dtype (asking vector_norm for float64 would copy the whole gradient first);
+    with ``redo_overflow``, a tensor whose norms are not all finite is redone in float64."""
     squared = torch.zeros(n_agents, dtype=torch.float64)
-    for grad in grads:
-        if grad is None:
-            continue
-        # Each tensor's norm in its own dtype (asking vector_norm for float64 would copy the whole
-        # gradient first); the per-tensor sums add up in float64. A norm that overflows float32 is
-        # redone in float64, so only a truly non-finite one stays so.
-        view = grad.reshape(n_agents, -1)
+    for view in views:
         norms = torch.linalg.vector_norm(view, dim=1).double()
-        if not bool(torch.isfinite(norms).all()):
+        if redo_overflow and not bool(torch.isfinite(norms).all()):
             norms = torch.linalg.vector_norm(view, dim=1, dtype=torch.float64)
         squared += norms.square()
-    return squared.sqrt()
+    return squared
 
 
 def _coefficients(norms: torch.Tensor, finite: torch.Tensor, max_norm: float) -> torch.Tensor:
@@ -106,12 +115,17 @@ def clip_grad_norm_per_agent_(
         if group.shared and not _clip_shared_(group, max_norm):
             finite[:] = False
         coefficients = _coefficients(norms, finite, max_norm)
+        everyone = bool(finite.all())
+        in_dtype: dict[torch.dtype, torch.Tensor] = {}  # the coefficients in each grad's dtype
         for param in group.params:
             if param.grad is None:
                 continue
-            if bool(finite.all()):  # the usual case: scale in place, no copy
+            if everyone:  # the usual case: scale in place, no copy
+                dtype = param.grad.dtype
+                if dtype not in in_dtype:
+                    in_dtype[dtype] = coefficients.to(dtype)
                 shape = (-1, *([1] * (param.grad.ndim - 1)))
-                param.grad.mul_(coefficients.reshape(shape).to(param.grad.dtype))
+                param.grad.mul_(in_dtype[dtype].reshape(shape))
             else:
                 param.grad = _scaled(param.grad, coefficients, finite)
         all_norms.append(norms)

@@ -12,6 +12,7 @@ from marlplug.optim import (
     AgentAdam,
     AgentGroupParameters,
     adam,
+    adam_,
     clip_grad_norm_per_agent_,
     clip_per_agent,
 )
@@ -185,3 +186,31 @@ def test_a_large_but_finite_gradient_is_clipped_not_skipped() -> None:
     assert finite.tolist() == [True, True]  # float32 would overflow: ‖g_0‖ = 3.16e20
     assert float(norms[0]) == pytest.approx(1e19 * 1000**0.5, rel=1e-6)
     assert float(param.grad[0].double().norm()) == pytest.approx(0.5, rel=1e-4)
+
+
+def test_tensors_with_different_counts_in_one_call_each_step_by_their_own() -> None:
+    # adam_ finds the runs of each distinct count once; tensors whose counts differ (the second)
+    # must not take another tensor's runs, and equal counts (the first and third) share them.
+    torch.manual_seed(1)
+    shapes = [(3, 4), (3, 2), (3, 5)]
+    params = [torch.randn(shape) for shape in shapes]
+    grads = [torch.randn(shape) for shape in shapes]
+    counts = [torch.tensor([2.0, 2.0, 2.0]), torch.tensor([2.0, 7.0, 2.0]), torch.full((3,), 2.0)]
+    active, settings = torch.tensor([True, True, False]), AdamSettings(lr=0.1)
+
+    def step(indices: list[int]) -> list[tuple[torch.Tensor, ...]]:
+        """Adam on the tensors at ``indices`` in one call: each one's (param, moments, count)."""
+        state = [
+            (params[i].clone(), torch.zeros(shapes[i]), torch.zeros(shapes[i]), counts[i].clone())
+            for i in indices
+        ]
+        param, avg, sq, count = (list(column) for column in zip(*state, strict=True))
+        adam_(param, [grads[i] for i in indices], avg, sq, count, active, settings=settings)
+        return state
+
+    together = step([0, 1, 2])
+    for index in range(3):
+        (alone,) = step([index])
+        assert all(torch.equal(x, y) for x, y in zip(together[index], alone, strict=True))
+    assert [s[3].tolist() for s in together] == [[3.0, 3.0, 2.0], [3.0, 8.0, 2.0], [3.0, 3.0, 2.0]]
+    assert not torch.equal(together[1][0][1], params[1][1])  # agent 1 stepped at its own count
