@@ -310,7 +310,7 @@ def loss(
                     "calls": "calls",
                     "ms": "alone_ms",
                     "GFLOP/s": "gflops_rate",
-                    "  product": "product",
+                    "product": "product",
                 },
                 result["products"],
                 align={"product": "<"},
@@ -324,7 +324,6 @@ def _echo_table(
 ) -> None:
     """One header line and one line per result, in 12-character columns, right-aligned; a key
     that ``align`` maps to ``"<"`` is written as is, after two spaces (a last, text column)."""
-    """One header line and one line per result, right-aligned in 12-character columns."""
     align = align or {}
 
     def cell(value: object, key: str) -> str:
