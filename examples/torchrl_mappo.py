@@ -2,7 +2,7 @@
 
 This is pytorch/rl tutorials/sphinx-tutorials/multiagent_ppo.py (VMAS navigation, MultiAgentMLP policy,
 shared-parameter centralized critic, Collector, ReplayBuffer, GAE, one Adam) with the lines marked
-``# marlplug`` changed; docs/torchrl.md shows the diff. Run it with the tutorial's sizes, or small:
+``# marlplug`` changed; docs/how-to/torchrl.md shows the diff. Run it with the tutorial's sizes, or small:
 
     python examples/torchrl_mappo.py --small
     python examples/torchrl_mappo.py --env pettingzoo --iterations 3

@@ -81,5 +81,5 @@ def marlplug_algorithms() -> Mapping[str, Any]:
     returning a :class:`~marlplug.algorithms.protocol.RolloutSource`. The program's one batched,
     pure update ``update(theta_all, opt_state, batch, agents, seed) -> AgentUpdate`` runs with every
     agent in the joint trainer and with a learner's agents on coded learners. A config selects one
-    with ``algorithm: {name: <name>}``; see docs/plugins.md ("A learner algorithm").
+    with ``algorithm: {name: <name>}``; see docs/how-to/algorithm-plugin.md.
     """

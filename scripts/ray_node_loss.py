@@ -1,4 +1,4 @@
-"""What losing a node costs a coded run (the table in docs/cluster.md).
+"""What losing a node costs a coded run (the table in docs/how-to/ray-cluster.md).
 
 A 3-node Ray cluster on this machine (``ray.cluster_utils.Cluster``, 2 CPUs per node) runs coded
 MADDPG updates (M = 3) on N = 5 ``mds`` learners with one 0.05 s straggler per round. Before round

@@ -194,5 +194,5 @@ def test_aliases_and_merge_keys_within_the_limits_still_work() -> None:
 
 
 def test_limits_are_what_the_docs_say() -> None:
-    """docs/security.md quotes these values."""
+    """docs/reference/security.md quotes these values."""
     assert (MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES) == (256 * 1024, 32, 10_000)

@@ -26,7 +26,7 @@ def test_there_are_hooks() -> None:
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_every_hook_is_documented_with_its_signature(hook: str) -> None:
-    text = (DOCS / "hooks.md").read_text()
+    text = (DOCS / "reference" / "hooks.md").read_text()
     function = getattr(hookspecs, hook)
     signature = str(inspect.signature(function)).replace("'", "")
     assert f"## {hook}\n" in text
@@ -37,7 +37,7 @@ def test_every_hook_is_documented_with_its_signature(hook: str) -> None:
 def test_configuration_reference_is_generated_from_the_schemas() -> None:
     manager = PluginManager.from_entry_points(strict=False, disabled=set())
     expected = render_reference(manager, distributions={"marlplug"})
-    actual = (DOCS / "configuration.md").read_text()
+    actual = (DOCS / "reference" / "config.md").read_text()
     assert actual == expected, (
-        "run: marlplug config reference --builtins-only > docs/configuration.md"
+        "run: marlplug config reference --builtins-only > docs/reference/config.md"
     )

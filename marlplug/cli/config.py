@@ -37,7 +37,7 @@ def check(path: str, overrides: tuple[str, ...]) -> None:
 @click.option(
     "--builtins-only",
     is_flag=True,
-    help="Only marlplug's own components (how docs/configuration.md is generated).",
+    help="Only marlplug's own components (how docs/reference/config.md is generated).",
 )
 def reference(builtins_only: bool) -> None:
     """Print the configuration reference (Markdown) of marlplug and every installed plugin."""

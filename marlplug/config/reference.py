@@ -1,6 +1,6 @@
 """Renders the configuration reference (Markdown) from the schemas, so the docs cannot drift.
 
-``docs/configuration.md`` is this module's output for marlplug's built-ins (``marlplug config reference
+``docs/reference/config.md`` is this module's output for marlplug's built-ins (``marlplug config reference
 --builtins-only``); a test regenerates it and compares. Without the flag the reference also lists every
 installed plugin's components, each labelled with its distribution.
 """
@@ -88,7 +88,7 @@ def render_reference(manager: PluginManager, *, distributions: set[str] | None =
     Args:
         manager: where the components come from.
         distributions: only components from these distributions (``None``: all installed;
-            ``{"marlplug"}``: the built-ins, as in ``docs/configuration.md``).
+            ``{"marlplug"}``: the built-ins, as in ``docs/reference/config.md``).
 
     Examples:
         >>> from marlplug.plugins import get_plugin_manager

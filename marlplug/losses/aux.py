@@ -131,7 +131,8 @@ class AuxBackwardCheck:
             self.warned = True
             warnings.warn(
                 f"JointPPOLoss: the backward pass used loss_objective but not {', '.join(missing)}; "
-                "sum every loss_* entry (marlplug.losses.sum_losses(loss_vals)), see docs/torchrl.md",
+                "sum every loss_* entry (marlplug.losses.sum_losses(loss_vals)), "
+                "see docs/how-to/torchrl.md",
                 UserWarning,
                 stacklevel=3,
             )

@@ -2,7 +2,7 @@
 
 A drop-in for ``ClipPPOLoss``/``MAPPOLoss`` in multi-agent pipelines (same arguments, defaults, keys,
 outputs and value-estimator calls), with per-agent diagnostics and pluggable aux losses. What
-differs, and why, is listed in docs/joint_ppo.md.
+differs, and why, is listed in docs/concepts/joint-ppo.md.
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         group_features = [f for g in self.groups if (f := terms[g]["features"]) is not None]
         features = [z for f in group_features for z in f.unbind(-2)]
         if len(features) >= 2:
-            # What the redundancy penalty acts on, logged with or without it (docs/joint_ppo.md).
+            # What the redundancy penalty acts on, logged with or without it (docs/concepts/joint-ppo.md).
             out.set("feature_abs_corr", mean_abs_correlation(group_features))
         self._add_aux(out, features)
         for group in self.groups:

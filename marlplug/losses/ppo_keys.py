@@ -77,14 +77,16 @@ def check_extra_arguments(kwargs: dict[str, Any]) -> None:
         >>> check_extra_arguments({"delay_actor": True})
         Traceback (most recent call last):
         ...
-        marlplug.errors.UserError: JointPPOLoss: delay_actor is not supported (see docs/joint_ppo.md)
+        marlplug.errors.UserError: JointPPOLoss: delay_actor is not supported (see docs/concepts/joint-ppo.md)
     """
     for old, new in RENAMED_ARGUMENTS.items():
         if old in kwargs:
             raise TypeError(f"'{old}' has been removed in torchrl v0.11. Please use '{new}'.")
     for name in UNSUPPORTED_ARGUMENTS:
         if kwargs.pop(name, None) not in (None, False):
-            raise UserError(f"JointPPOLoss: {name} is not supported (see docs/joint_ppo.md)")
+            raise UserError(
+                f"JointPPOLoss: {name} is not supported (see docs/concepts/joint-ppo.md)"
+            )
     if kwargs:
         raise TypeError(f"JointPPOLoss got unexpected keyword arguments {sorted(kwargs)}")
 

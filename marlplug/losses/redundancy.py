@@ -305,7 +305,7 @@ class RedundancyLoss(AuxLoss):
     The penalty is exact by default. ``sample_rows`` computes it on that many rows of the minibatch,
     drawn from torch's global RNG (which the joint trainer seeds for every minibatch step), cutting
     the ``O(B²·Σd_i)`` cost by ``(B/sample_rows)²``. That is an approximation: the independent-feature
-    floor rises from 1/B to 1/sample_rows per pair and the gradient gets noisier (docs/joint_ppo.md
+    floor rises from 1/B to 1/sample_rows per pair and the gradient gets noisier (docs/concepts/joint-ppo.md
     has measured errors).
 
     Args:
@@ -337,7 +337,7 @@ class RedundancyLoss(AuxLoss):
             None,
             ge=2,
             description="Compute the penalty on this many random rows of each minibatch (an "
-            "approximation, see docs/joint_ppo.md); null: every row, exact.",
+            "approximation, see docs/concepts/joint-ppo.md); null: every row, exact.",
         )
 
     def __init__(

@@ -1,4 +1,5 @@
-"""A real multi-node Ray cluster on this machine, started with the commands of docs/cluster.md.
+"""A real multi-node Ray cluster on this machine, started with the commands of
+docs/how-to/ray-cluster.md.
 
 ``ray start --head`` and ``ray start --address`` start one raylet (a Ray node) each; on one machine
 they share its CPUs but are separate nodes to Ray's scheduler, its object store and its failure

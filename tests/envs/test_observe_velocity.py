@@ -1,6 +1,6 @@
 """Physical deception's ``observe_velocity``: mpe2's simple_adversary observes positions only, and
 its physics moves a position with the velocity of the step before, so a move shows in the next
-observation only through the velocity this option appends (docs/envs/physical_deception.md)."""
+observation only through the velocity this option appends (docs/reference/envs/physical-deception.md)."""
 
 from __future__ import annotations
 

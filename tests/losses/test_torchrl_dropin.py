@@ -3,7 +3,7 @@
 :func:`tutorial` follows pytorch/rl tutorials/sphinx-tutorials/multiagent_ppo.py step by step (torchrl
 0.14 names: ``Collector``, ``entropy_coeff``), at small sizes, on VMAS or PettingZoo (mpe2). The loss
 class is the only thing a test changes; the aux-loss variant also names a features key and sums every
-``loss_*`` entry, which docs/torchrl.md lists as the lines to change.
+``loss_*`` entry, which docs/how-to/torchrl.md lists as the lines to change.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``marlplug config reference`` lists installed and in-process plugins' components by default;
-``--builtins-only`` gives exactly docs/configuration.md."""
+``--builtins-only`` gives exactly docs/reference/config.md."""
 
 from __future__ import annotations
 
@@ -38,5 +38,5 @@ def test_installed_and_registered_plugins_are_listed(run_cli: Callable[..., Any]
 def test_builtins_only_is_the_generated_doc(run_cli: Callable[..., Any]) -> None:
     result = run_cli("config", "reference", "--builtins-only")
     assert result.exit_code == 0
-    assert result.out == (DOCS / "configuration.md").read_text()
+    assert result.out == (DOCS / "reference" / "config.md").read_text()
     assert "### `cka`" not in result.out and "From the plugin" not in result.out

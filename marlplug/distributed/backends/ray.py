@@ -299,7 +299,7 @@ def unavailable_message(address: str | None, error: BaseException) -> str:
     if any("AuthToken" in str(link) or "Authentication" in type(link).__name__ for link in chain):
         line += (
             " (the cluster wants its auth token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN, "
-            "or put the token in ~/.ray/auth_token; see docs/cluster.md)"
+            "or put the token in ~/.ray/auth_token; see docs/how-to/ray-cluster.md)"
         )
     return line
 
