@@ -1,5 +1,5 @@
 """The example plugins under examples/plugins/ pass their contract suites when registered in-process,
-run in real training, and are printed verbatim in docs/plugins.md."""
+run in real training, and are printed verbatim in their guides (docs/how-to/<kind>-plugin.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from marlplug.testing import (
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "plugins"
 KINDS = ["env", "code", "loss", "algorithm"]
+DOCS = ROOT / "docs" / "how-to"
 
 
 def entry_point(kind: str) -> tuple[str, str]:
@@ -56,8 +57,10 @@ def test_the_entry_point_names_the_module(kind: str) -> None:
 def test_docs_print_the_example_verbatim(kind: str) -> None:
     _, module = entry_point(kind)
     source = (EXAMPLES / f"marlplug-example-{kind}" / f"{module}.py").read_text()
-    docs = (ROOT / "docs" / "plugins.md").read_text()
-    assert f"```python\n{source}```" in docs, f"docs/plugins.md must show {module}.py as it is"
+    page = DOCS / f"{kind}-plugin.md"
+    assert f"```python\n{source}```" in page.read_text(), (
+        f"docs/how-to/{page.name} must show {module}.py as it is"
+    )
 
 
 def test_env_example(load_example, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
