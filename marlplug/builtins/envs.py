@@ -1,4 +1,5 @@
-"""Built-in environments (``marlplug_envs``): the paper's four scenarios on PettingZoo/mpe2."""
+"""Built-in environments (``marlplug_envs``): the paper's four scenarios on PettingZoo/mpe2, and
+PettingZoo's tasks by name (the ``pettingzoo`` backend, :mod:`marlplug.envs.pettingzoo`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,29 @@ from typing import Any
 
 from marlplug.hookspecs import hookimpl
 
+#: (task, module, class) of the ``pettingzoo`` backend's tasks: imported on first use, so a suite
+#: whose extra is not installed fails alone (with the extra to install).
+_PETTINGZOO: tuple[tuple[str, str, str], ...] = (
+    ("simple_reference", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleReference"),
+    ("simple_speaker_listener", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleSpeakerListener"),
+    ("simple_tag", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleTag"),
+    ("simple_world_comm", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleWorldComm"),
+    ("simple_crypto", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleCrypto"),
+    ("simple_push", "marlplug.envs.pettingzoo.mpe2_tasks", "SimplePush"),
+    ("simple_adversary", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleAdversary"),
+)
+
 
 @hookimpl
 def marlplug_envs() -> Mapping[str, Any]:
-    """The paper's four scenarios on the ``mpe`` backend (PettingZoo/mpe2)."""
+    """The paper's four scenarios on the ``mpe`` backend (PettingZoo/mpe2) and the known tasks of the
+    ``pettingzoo`` backend."""
     return {
         "mpe/cooperative_navigation": "marlplug.envs.mpe:CooperativeNavigation",
         "mpe/predator_prey": "marlplug.envs.mpe:PredatorPrey",
         "mpe/physical_deception": "marlplug.envs.mpe:PhysicalDeception",
         "mpe/keep_away": "marlplug.envs.mpe:KeepAway",
+        **{
+            f"pettingzoo/{name}": f"{module}:{attribute}" for name, module, attribute in _PETTINGZOO
+        },
     }

@@ -29,4 +29,6 @@ OBSERVATION_SIZES: dict[str, dict[str, int]] = {
     "keep_away": {"agent": 2 + 2 + 2 + 6 + 8, "adversary": 2 + 2 + 6 + 8},
 }
 
-BACKENDS = list(available_envs())
+#: The installed backends that implement the paper's four scenarios (the ``pettingzoo`` backend
+#: names PettingZoo's own tasks instead).
+BACKENDS = [backend for backend in ("mpe", "vmas") if backend in available_envs()]
