@@ -18,6 +18,10 @@ _PETTINGZOO: tuple[tuple[str, str, str], ...] = (
     ("simple_crypto", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleCrypto"),
     ("simple_push", "marlplug.envs.pettingzoo.mpe2_tasks", "SimplePush"),
     ("simple_adversary", "marlplug.envs.pettingzoo.mpe2_tasks", "SimpleAdversary"),
+    ("pursuit", "marlplug.envs.pettingzoo.sisl_tasks", "Pursuit"),
+    ("multiwalker", "marlplug.envs.pettingzoo.sisl_tasks", "Multiwalker"),
+    ("battle", "marlplug.envs.pettingzoo.magent2_tasks", "Battle"),
+    ("gather", "marlplug.envs.pettingzoo.magent2_tasks", "Gather"),
 )
 
 

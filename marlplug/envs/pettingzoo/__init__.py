@@ -11,6 +11,14 @@ Known tasks (``marlplug envs`` lists each with its options and defaults):
   ``simple_world_comm``, ``simple_crypto``, ``simple_push``, ``simple_adversary``
   (:mod:`~marlplug.envs.pettingzoo.mpe2_tasks`). The paper's four scenarios are on the ``mpe``
   backend, with marlplug's team-size options.
+- SISL (extra ``sisl``: ``pip install 'marlplug[sisl]'``): ``pursuit``, ``multiwalker``
+  (continuous actions) (:mod:`~marlplug.envs.pettingzoo.sisl_tasks`); PettingZoo 1.27 has no
+  waterworld.
+- MAgent2 (extra ``magent2``): ``battle`` and ``gather``, hundreds of agents
+  (:mod:`~marlplug.envs.pettingzoo.magent2_tasks`).
+
+Without a suite's extra, ``marlplug envs`` skips its tasks with a warning and building one is one
+line naming the extra to install.
 
 Options are the task's own constructor arguments (``N``, ``num_good``, ``local_ratio``, ...), read
 from its signature; ``max_steps`` sets the episode length (``max_cycles``) and ``continuous_actions``
