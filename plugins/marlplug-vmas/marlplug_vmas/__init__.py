@@ -1,4 +1,5 @@
-"""marlplug-vmas: the paper's four scenarios on VMAS, registered as ``vmas/<scenario>``.
+"""marlplug-vmas: the paper's four scenarios on VMAS, and every VMAS scenario by its own name,
+registered as ``vmas/<scenario>``.
 
 The entry-point module stays light (no torch, no vmas): the hook names each scenario as a
 ``"module:attribute"`` reference that marlplug imports when it is first used, so ``marlplug
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from marlplug import hookimpl
+from marlplug_vmas.keywords import class_name, scenario_names
 
 if TYPE_CHECKING:
     from marlplug_vmas.envs import (
@@ -43,15 +45,24 @@ __all__ = [
 ]
 
 
+#: The paper's four scenarios, ported to VMAS with the mpe backend's definitions.
+PAPER_SCENARIOS = {
+    "vmas/cooperative_navigation": "marlplug_vmas.envs:CooperativeNavigation",
+    "vmas/predator_prey": "marlplug_vmas.envs:PredatorPrey",
+    "vmas/physical_deception": "marlplug_vmas.envs:PhysicalDeception",
+    "vmas/keep_away": "marlplug_vmas.envs:KeepAway",
+}
+
+
 @hookimpl
 def marlplug_envs() -> Mapping[str, Any]:
-    """The four scenarios on the ``vmas`` backend."""
-    return {
-        "vmas/cooperative_navigation": "marlplug_vmas.envs:CooperativeNavigation",
-        "vmas/predator_prey": "marlplug_vmas.envs:PredatorPrey",
-        "vmas/physical_deception": "marlplug_vmas.envs:PhysicalDeception",
-        "vmas/keep_away": "marlplug_vmas.envs:KeepAway",
+    """The paper's four scenarios and every VMAS scenario (``vmas.scenarios`` and
+    ``vmas.mpe_scenarios``) on the ``vmas`` backend; a paper scenario keeps its name if VMAS ever
+    ships one called the same."""
+    native = {
+        f"vmas/{name}": f"marlplug_vmas.native:{class_name(name)}" for name in scenario_names()
     }
+    return {**native, **PAPER_SCENARIOS}
 
 
 def __getattr__(name: str) -> Any:
