@@ -48,7 +48,8 @@ def gram_floor(standardized: torch.Tensor) -> torch.Tensor:
 
     Autograd differentiates the product as two more Gram-sized products; the penalty's own backward
     takes one and its forward computes only the Gram's upper triangle, so it can run below this
-    "floor" (docs/benchmarks.md has the FLOP counts)."""
+    "floor" (docs/results/speed.md; the FLOP counts: docs/notes/benchmarks-history.md,
+    "Joint PPO")."""
     rows, columns = standardized.shape
     gram = standardized.T @ standardized if columns <= rows else standardized @ standardized.T
     return gram.square().sum()

@@ -109,7 +109,8 @@ def _check_ignored_train_fields(config: MarlplugConfig) -> None:
 def _check_rollouts_cover_episodes(config: MarlplugConfig) -> None:
     """A rollout shorter than an episode, where every rollout starts from a reset: training then
     never sees the episode's later steps, which evaluation runs (a 10-step rollout of 25-step
-    cooperative navigation at 32 agents ended far below random, docs/benchmarks.md).
+    cooperative navigation at 32 agents ended far below random, docs/notes/benchmarks-history.md,
+    "One episode per rollout at M = 32").
 
     Example:
         >>> import warnings

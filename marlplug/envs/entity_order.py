@@ -5,7 +5,8 @@ mpe2 lists the landmarks and the other agents in every agent's observation in wo
 reading a fixed-width vector has to learn the same rule once per slot, and at 8 agents PPO does
 not manage it: cooperative navigation stopped at 0.42 oracle-normalized, below agents that simply
 head for their nearest landmark (0.64). Listed nearest first, the same entities (the observation
-holds the same numbers, permuted) score 0.78-0.84 (docs/benchmarks.md, "Nearest first").
+holds the same numbers, permuted) score 0.78-0.84 (docs/results/many-agents.md; how it was found:
+docs/notes/benchmarks-history.md, "Nearest first").
 
 A scenario declares which parts of its observation are such lists
 (:meth:`ScenarioOptions.entity_lists <marlplug.envs.options.ScenarioOptions.entity_lists>`: per

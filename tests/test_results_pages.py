@@ -1,0 +1,511 @@
+"""docs/results/{index,speed,learning,many-agents}.md print their tables from the JSON under
+docs/data/: each builder here makes a table's rows from its files (the sweeps' statistics through
+``marlplug compare``'s own code, with its default seed and resamples), and the test checks that the
+page holds every row, cell for cell. A rerun that changes a JSON file fails here until the page
+shows the new numbers, so a page and its data cannot drift apart, and a figure quoted on two pages
+comes from one file.
+
+``python tests/test_results_pages.py`` prints every table's rows, ready to paste.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marlplug.experiments.compare import Comparison, compare, gather
+from marlplug.experiments.results import RunResult, load_results
+from marlplug.experiments.statistics import Estimate
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+DATA = ROOT / "docs" / "data"
+
+
+def number(value: float, *, digits: int = 1) -> str:
+    """A table cell as the pages print it: thousands separated, a Unicode minus.
+
+    Examples:
+        >>> number(-3381.282), number(35172, digits=0), number(0.12345, digits=3)
+        ('−3,381.3', '35,172', '0.123')
+    """
+    return f"{value:,.{digits}f}".replace("-", "−")
+
+
+def percent(share: float) -> str:
+    """
+    Examples:
+        >>> percent(0.4285)
+        '43%'
+    """
+    return f"{round(share * 100)}%"
+
+
+def duration(seconds: float) -> str:
+    """
+    Examples:
+        >>> duration(112), duration(309), duration(45)
+        ('1 min 52 s', '5 min 9 s', '45 s')
+    """
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def estimate(value: Estimate, *, digits: int = 3) -> str:
+    """``0.919 [0.905, 0.928]``, in the pages' number format."""
+    point, low, high = (number(v, digits=digits) for v in (value.point, value.low, value.high))
+    return f"{point} [{low}, {high}]"
+
+
+def row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def load(name: str) -> Any:
+    return json.loads((DATA / name).read_text())
+
+
+def runs(name: str) -> list[RunResult]:
+    """A sweep's runs in seed order."""
+    return sorted(load_results(DATA / name).runs, key=lambda run: run.seed)
+
+
+def comparison(*names: str, metric: str = "score") -> Comparison:
+    """What ``marlplug compare docs/data/NAME ...`` reports (the first file is the baseline)."""
+    groups = gather([(DATA / name, load_results(DATA / name)) for name in names])
+    return compare(groups, metric=metric)  # type: ignore[arg-type]
+
+
+def iqm(name: str, *, metric: str = "score", digits: int = 3) -> str:
+    (aggregates,) = comparison(name, metric=metric).aggregates.values()
+    return estimate(aggregates.iqm, digits=digits)
+
+
+def improvement(better: str, baseline: str) -> str:
+    """P(a run of ``better`` scores above a run of ``baseline``), with its interval."""
+    (value,) = comparison(baseline, better).improvement.values()
+    return estimate(value, digits=2)
+
+
+def scores(name: str) -> list[str]:
+    return [number(run.evaluation.score or 0.0, digits=3) for run in runs(name)]
+
+
+def returns(name: str) -> list[str]:
+    return [number(run.evaluation.mean) for run in runs(name)]
+
+
+def wall_times(name: str) -> list[str]:
+    return [number(run.wall_seconds, digits=0) for run in runs(name)]
+
+
+def median_of(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+# --- results/index.md -------------------------------------------------------------------------
+
+
+def rows_index_headlines() -> Iterator[str]:
+    """The front page's headline figures, each from the file its own page's table reads."""
+    default_run = load("train_speed.json")["whole_runs"][0]
+    yield row(
+        "Training speed, `spread_vmas.yaml`",
+        f"{number(default_run['frames_per_s'], digits=0)} frames/s; "
+        f"{duration(default_run['command_s'])} for the whole command",
+        f"{default_run['cpu']}, {default_run['load']}, {default_run['date']}",
+        "[speed](speed.md#the-default-route-end-to-end)",
+    )
+    yield row(
+        "Learning, `spread_vmas.yaml` (3 agents, 3M frames, 5 seeds)",
+        f"IQM score {iqm('sweep_spread_vmas_relu_nearest.json')}",
+        "2-core AMD EPYC Zen 5 (family 26, model 2), 2026-12-03",
+        "[learning](learning.md#the-default-route-spread_vmasyaml)",
+    )
+    yield row(
+        "Learning, `spread_vmas_m8.yaml` (8 agents, 2.4M frames, 3 seeds)",
+        f"IQM score {iqm('sweep_spread_vmas_m8_nearest.json')}",
+        "2-core AMD EPYC Zen 5 (family 26, model 2), 2026-12-03",
+        "[many agents](many-agents.md#the-packaged-configs-at-8-and-32-agents)",
+    )
+    yield row(
+        "Learning, `spread_vmas_m32.yaml` (32 agents, 500k frames, 3 seeds)",
+        f"IQM score {iqm('sweep_spread_vmas_m32_nearest.json')}",
+        "2-core AMD EPYC Zen 5 (family 26, model 2), 2026-12-03",
+        "[many agents](many-agents.md#the-packaged-configs-at-8-and-32-agents)",
+    )
+    breakdown = [r for r in load("loss_m32_breakdown_zen4.json") if r["activation"] == "relu"]
+    speedups = [r["speedup"] for r in breakdown]
+    yield row(
+        "Joint PPO step against M separate `ClipPPOLoss` modules, M = 32",
+        f"{number(min(speedups), digits=2)}–{number(max(speedups), digits=2)}× faster (ReLU)",
+        "2-core AMD EPYC Zen 4 (family 25, model 17), 2026-12-04",
+        "[speed](speed.md#the-joint-ppo-step)",
+    )
+
+
+# --- results/speed.md -------------------------------------------------------------------------
+
+
+def rows_speed_whole_runs() -> Iterator[str]:
+    for run in load("train_speed.json")["whole_runs"]:
+        evaluation = run["evaluation"]
+        yield row(
+            f"`{Path(run['config']).name}`",
+            run["version"],
+            f"`{run['command']}`",
+            run["date"] or "issue 44",
+            run["cpu"],
+            run["load"],
+            "—" if run["torch_threads"] is None else str(run["torch_threads"]),
+            "—" if run["frames_per_s"] is None else number(run["frames_per_s"], digits=0),
+            duration(run["command_s"]),
+            "—"
+            if evaluation is None
+            else f"{number(evaluation['team_return'], digits=2)}, score "
+            f"{evaluation['score']} ({evaluation['episodes']} episodes)",
+        )
+
+
+def rows_speed_loss_m32() -> Iterator[str]:
+    for r in load("loss_m32_breakdown_zen4.json"):
+        yield row(
+            {"relu": "ReLU", "tanh": "tanh"}[r["activation"]],
+            str(r["run"]),
+            number(r["joint_ms"]),
+            number(r["separate_ms"]),
+            number(r["speedup"], digits=2),
+            number(r["gemm_floor_ms"]),
+            number(r["step_over_floor"], digits=2),
+            number(r["gemm_in_step_ms"]),
+            number(r["rest_ms"]),
+        )
+
+
+def rows_speed_loss_state() -> Iterator[str]:
+    for r in load("loss_state_breakdown_zen4.json"):
+        yield row(
+            str(r["agents"]),
+            number(r["joint_ms"]),
+            number(r["separate_ms"]),
+            number(r["speedup"], digits=2),
+            number(r["gemm_floor_ms"]),
+            number(r["step_over_floor"], digits=2),
+            number(r["gemm_in_step_ms"]),
+            number(r["rest_ms"]),
+        )
+
+
+def rows_speed_redundancy() -> Iterator[str]:
+    for r in load("loss_m32_breakdown_zen4.json"):
+        yield row(
+            {"relu": "ReLU", "tanh": "tanh"}[r["activation"]],
+            str(r["run"]),
+            number(r["redundancy_ms"]),
+            number(r["redundancy_pairloop_ms"]),
+            number(r["redundancy_floor_ms"]),
+            number(r["pairloop_over_redundancy"], digits=2),
+            number(r["redundancy_over_floor"], digits=2),
+            number(r["redundancy_ratio"], digits=2),
+        )
+
+
+# --- results/learning.md ----------------------------------------------------------------------
+
+
+def rows_learning_default_route() -> Iterator[str]:
+    name = "sweep_spread_vmas_relu_nearest.json"
+    yield row("score", *scores(name), iqm(name))
+    yield row("team return", *returns(name), iqm(name, metric="return", digits=1))
+    yield row("`marlplug train` s", *wall_times(name), "")
+
+
+#: The default route's shipped choices, in the order they were adopted (all on one CPU model).
+ROUTE_CHOICES = [
+    ("world order, tanh", "sweep_spread_vmas_world.json"),
+    ("nearest first, tanh", "sweep_spread_vmas_nearest.json"),
+    ("nearest first, ReLU (today's config)", "sweep_spread_vmas_relu_nearest.json"),
+]
+
+
+def rows_learning_route_choices() -> Iterator[str]:
+    previous = None
+    for label, name in ROUTE_CHOICES:
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            " / ".join(scores(name)),
+            iqm(name),
+            "" if previous is None else improvement(name, previous),
+        )
+        previous = name
+
+
+def rows_learning_mpe_route() -> Iterator[str]:
+    before, now = "sweep_default_world_tanh.json", "sweep_default_nearest_relu.json"
+    yield row("world order, tanh: team return", *returns(before), iqm(before), "")
+    yield row(
+        "nearest first, ReLU (today's config): team return",
+        *returns(now),
+        iqm(now),
+        improvement(now, before),
+    )
+
+
+def rows_learning_redundancy() -> Iterator[str]:
+    name = "sweep_spread_vmas_redundancy.json"
+    result = comparison(name)
+    by_configuration: dict[str, list[RunResult]] = {}
+    for run in runs(name):
+        by_configuration.setdefault(run.configuration, []).append(run)
+    for configuration, its_runs in by_configuration.items():
+        yield row(
+            f"`{configuration}`",
+            *(number(run.evaluation.score or 0.0, digits=3) for run in its_runs),
+            estimate(result.aggregates[configuration].iqm),
+            estimate(result.improvement[configuration], digits=2)
+            if configuration in result.improvement
+            else "",
+        )
+
+
+#: default.yaml in world order with tanh, the same code and seeds on three AMD generations.
+ACROSS_CPUS = [
+    ("2-core AMD EPYC Zen 3 (family 25, model 1), 2026-12-01", "sweep_mpe_default_amd.json"),
+    ("2-core AMD EPYC Zen 4 (family 25, model 17), 2026-12-02", "sweep_mpe_default_zen4.json"),
+    ("2-core AMD EPYC Zen 5 (family 26, model 2), 2026-12-03", "sweep_default_world_tanh.json"),
+]
+
+
+def rows_learning_across_cpus() -> Iterator[str]:
+    for label, name in ACROSS_CPUS:
+        first_three = [run.evaluation.mean for run in runs(name)][:3]
+        yield row(
+            label,
+            f"`{name}`",
+            *(number(value) for value in first_three),
+            number(median_of(first_three)),
+        )
+
+
+# --- results/many-agents.md -------------------------------------------------------------------
+
+
+def rows_many_packaged() -> Iterator[str]:
+    for label, name in (
+        ("`spread_vmas_m8.yaml`", "sweep_spread_vmas_m8_nearest.json"),
+        ("`spread_vmas_m32.yaml`", "sweep_spread_vmas_m32_nearest.json"),
+    ):
+        yield row(f"{label}: score", *scores(name), iqm(name))
+        yield row(f"{label}: team return", *returns(name), "")
+        yield row(f"{label}: `marlplug train` s", *wall_times(name), "")
+
+
+#: Each change the packaged many-agent configs took, the sweep that measured it, in order.
+M8_CHOICES = [
+    ("state critic", "sweep_spread_vmas_m8_state.json"),
+    ("+ `share_params`, `value_norm`", "sweep_spread_vmas_m8_shared.json"),
+    ("+ the shared critic computed once", "sweep_spread_vmas_m8_once.json"),
+    ("+ nearest first (today's config)", "sweep_spread_vmas_m8_nearest.json"),
+    ("ReLU instead of tanh (not adopted)", "sweep_spread_vmas_m8_relu_nearest.json"),
+]
+M32_CHOICES = [
+    ("state critic, `share_params`, `value_norm`, 200 × 50", "sweep_spread_vmas_m32.json"),
+    ("+ the shared critic computed once", "sweep_spread_vmas_m32_once.json"),
+    ("+ 400 copies × 25 steps", "sweep_spread_vmas_m32_episode_rollouts.json"),
+    ("+ ReLU", "sweep_spread_vmas_m32_relu.json"),
+    ("+ nearest first (today's config)", "sweep_spread_vmas_m32_nearest.json"),
+]
+
+
+def choice_rows(choices: list[tuple[str, str]]) -> Iterator[str]:
+    for label, name in choices:
+        cpus = dict.fromkeys(run.cpu for run in runs(name))
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            "; ".join(cpus),
+            " / ".join(scores(name)),
+            iqm(name) if len(runs(name)) > 1 else "",
+        )
+
+
+def rows_many_m8_choices() -> Iterator[str]:
+    return choice_rows(M8_CHOICES)
+
+
+def rows_many_m32_choices() -> Iterator[str]:
+    return choice_rows(M32_CHOICES)
+
+
+def rows_many_loop_speed() -> Iterator[str]:
+    for loop in load("train_speed.json")["loop_rounds"]:
+        rounds = loop["frames_per_s"]
+        today = median_of(rounds[loop["today"]])
+        yield row(
+            f"`{Path(loop['config']).name}`",
+            str(loop["torch_threads"]),
+            " / ".join(number(value, digits=0) for value in rounds["world"]),
+            " / ".join(number(value, digits=0) for value in rounds["nearest"]),
+            number(today, digits=0),
+            number(today / median_of(rounds["world"]), digits=2),
+        )
+
+
+def agent_rows(name: str) -> list[dict[str, Any]]:
+    """The agents sweep of a ``bench scaling --json`` file (its rows, or its ``rows`` key)."""
+    data = load(name)
+    rows = data["rows"] if isinstance(data, dict) else data
+    return [r for r in rows if r["sweep"] == "agents"]
+
+
+def rows_many_scaling() -> Iterator[str]:
+    rows = agent_rows("scaling_relu_shared.json")
+    for agents in dict.fromkeys(r["agents"] for r in rows):
+        two = [r for r in rows if r["agents"] == agents and r["threads"] == 2]
+        (one,) = [r for r in rows if r["agents"] == agents and r["threads"] == 1]
+        yield row(
+            str(agents),
+            " / ".join(number(r["fps"], digits=0) for r in two),
+            " / ".join(number(r["train_over_sim"], digits=2) for r in two),
+            number(median_of([r["train_over_sim"] for r in two]), digits=2),
+            f"{number(one['fps'], digits=0)}, {number(one['train_over_sim'], digits=2)}",
+        )
+
+
+def rows_many_critics() -> Iterator[str]:
+    rows = agent_rows("scaling_critics.json")
+    order = ("joint", "local", "state")
+    for agents in dict.fromkeys(r["agents"] for r in rows):
+        by_critic = {r["critic"]: r for r in rows if r["agents"] == agents}
+        yield row(
+            str(agents),
+            *(
+                " / ".join(number(by_critic[c][key], digits=digits) for c in order)
+                for key, digits in (("fps", 0), ("agent_steps_per_s", 0), ("train_over_sim", 2))
+            ),
+            number(by_critic["joint"]["sim_steps_per_s"], digits=0),
+        )
+
+
+def rows_many_shared_critic() -> Iterator[str]:
+    rows = agent_rows("scaling_shared_critic.json")
+    for agents in dict.fromkeys(r["agents"] for r in rows):
+        by_critic = {r["critic"]: r for r in rows if r["agents"] == agents}
+        state, shared = by_critic["state"], by_critic["state+shared"]
+        yield row(
+            str(agents),
+            number(state["fps"], digits=0),
+            number(shared["fps"], digits=0),
+            number(shared["fps"] / state["fps"], digits=2),
+            f"{percent(state['other_share'])} / {percent(shared['other_share'])}",
+            f"{number(state['train_over_sim'], digits=2)} / "
+            f"{number(shared['train_over_sim'], digits=2)}",
+            number(state["sim_steps_per_s"], digits=0),
+        )
+
+
+def rows_many_m64() -> Iterator[str]:
+    for r in agent_rows("scaling_m64.json"):
+        yield row(
+            r["critic"],
+            str(r["agents"]),
+            f"{r['num_envs']} × {r['rollout_steps']}",
+            number(r["fps"], digits=0),
+            number(r["agent_steps_per_s"], digits=0),
+            f"{percent(r['collect_share'])} / {percent(r['update_share'])} / "
+            f"{percent(r['other_share'])}",
+            number(r["sim_steps_per_s"], digits=0),
+            number(r["train_over_sim"], digits=2),
+        )
+
+
+def rows_many_loss_m64() -> Iterator[str]:
+    for r in [*load("loss_state_m64_m128.json"), *load("loss_joint_m64.json")]:
+        yield row(
+            r["critic"],
+            str(r["agents"]),
+            number(r["joint_ms"]),
+            number(r["separate_ms"]),
+            number(r["speedup"], digits=2),
+            number(r["redundancy_ms"]),
+            number(r["redundancy_pairloop_ms"]),
+            number(r["redundancy_floor_ms"]),
+            number(r["redundancy_over_floor"], digits=2),
+            number(r["redundancy_ratio"], digits=2),
+            number(r["step_over_floor"], digits=2),
+        )
+
+
+def rows_many_maddpg() -> Iterator[str]:
+    for day, name in (
+        ("2026-12-02", "scaling_maddpg_vmas.json"),
+        ("2026-12-04", "scaling_maddpg_m64.json"),
+    ):
+        for r in agent_rows(name):
+            yield row(
+                day,
+                str(r["agents"]),
+                number(r["fps"], digits=0),
+                number(r["agent_steps_per_s"], digits=0),
+                percent(r["update_share"]),
+                number(r["sim_steps_per_s"], digits=0),
+                number(r["train_over_sim"], digits=2),
+            )
+
+
+#: Every table the pages print from docs/data, by the page that prints it.
+TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
+    "index headlines": ("index.md", rows_index_headlines),
+    "speed: whole runs": ("speed.md", rows_speed_whole_runs),
+    "speed: joint step, M = 32": ("speed.md", rows_speed_loss_m32),
+    "speed: joint step, state critic": ("speed.md", rows_speed_loss_state),
+    "speed: redundancy penalty, M = 32": ("speed.md", rows_speed_redundancy),
+    "learning: default route": ("learning.md", rows_learning_default_route),
+    "learning: route choices": ("learning.md", rows_learning_route_choices),
+    "learning: mpe route": ("learning.md", rows_learning_mpe_route),
+    "learning: redundancy penalty": ("learning.md", rows_learning_redundancy),
+    "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
+    "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
+    "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
+    "many agents: M = 32 choices": ("many-agents.md", rows_many_m32_choices),
+    "many agents: training loops": ("many-agents.md", rows_many_loop_speed),
+    "many agents: scaling": ("many-agents.md", rows_many_scaling),
+    "many agents: critics": ("many-agents.md", rows_many_critics),
+    "many agents: shared critic": ("many-agents.md", rows_many_shared_critic),
+    "many agents: M = 64": ("many-agents.md", rows_many_m64),
+    "many agents: step and penalty at 64 and 128": ("many-agents.md", rows_many_loss_m64),
+    "many agents: MADDPG": ("many-agents.md", rows_many_maddpg),
+}
+
+
+@pytest.mark.parametrize("name", list(TABLES))
+def test_the_page_prints_its_data(name: str) -> None:
+    page, rows = TABLES[name]
+    lines = (RESULTS / page).read_text().splitlines()
+    expected = list(rows())
+    assert expected
+    missing = [line for line in expected if line not in lines]
+    assert not missing, (
+        f"docs/results/{page} does not print these rows of '{name}' as docs/data gives them "
+        "(python tests/test_results_pages.py prints them all):\n" + "\n".join(missing)
+    )
+
+
+def test_every_data_file_a_results_page_links_exists() -> None:
+    for page in ("index.md", "speed.md", "learning.md", "many-agents.md"):
+        text = (RESULTS / page).read_text()
+        for start in [i for i in range(len(text)) if text.startswith("../data/", i)]:
+            name = text[start + len("../data/") :].split(")")[0].split("`")[0]
+            assert (DATA / name).is_file(), f"docs/results/{page} links ../data/{name}"
+
+
+if __name__ == "__main__":
+    for name, (page, rows) in TABLES.items():
+        print(f"## {page}: {name}", *rows(), "", sep="\n", file=sys.stdout)
