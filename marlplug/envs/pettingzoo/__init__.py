@@ -28,12 +28,6 @@ different groups; image observations are flattened per agent.
 """
 
 from marlplug.envs.pettingzoo.scenario import PettingZooScenario, pettingzoo_scenario
-from marlplug.envs.pettingzoo.task import PettingZooOptions, PettingZooTask, task_options
+from marlplug.envs.pettingzoo.task import PettingZooTask
 
-__all__ = [
-    "PettingZooOptions",
-    "PettingZooScenario",
-    "PettingZooTask",
-    "pettingzoo_scenario",
-    "task_options",
-]
+__all__ = ["PettingZooScenario", "PettingZooTask", "pettingzoo_scenario"]

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from torchrl.envs import EnvBase, FlattenObservation, PettingZooWrapper, SerialEnv
 
 from marlplug.envs.options import ScenarioOptions
-from marlplug.envs.pettingzoo.task import PettingZooOptions, PettingZooTask, task_options
+from marlplug.envs.pettingzoo.task import PettingZooTask
 from marlplug.envs.scenario import EnvScenario
+from marlplug.envs.task_options import TaskOptions, task_options
 from marlplug.envs.transformed import with_transform
 
 
@@ -35,8 +36,8 @@ class PettingZooScenario(EnvScenario):
     task: ClassVar[PettingZooTask]
 
     @property
-    def task_options(self) -> PettingZooOptions:
-        assert isinstance(self.options, PettingZooOptions)
+    def task_options(self) -> TaskOptions:
+        assert isinstance(self.options, TaskOptions)
         return self.options
 
     def parallel_env(self) -> Any:
