@@ -188,7 +188,7 @@ RUNNABLE_PAGES = [
 
 def test_the_docs_have_runnable_blocks() -> None:
     ids = {param.id for param in RUNNABLE_PAGES}
-    assert {"README.md", "docs/getting-started.md", "docs/coding.md"} <= ids
+    assert {"README.md", "docs/getting-started.md", "docs/concepts/coded-training.md"} <= ids
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from marlplug.hookspecs import hookimpl
 @hookimpl
 def marlplug_codes() -> Mapping[str, Any]:
     """``uncoded``, ``replication``, ``mds``, ``vandermonde`` (the authors' MDS), ``random_sparse``,
-    ``ldpc``; see docs/coding.md."""
+    ``ldpc``; see docs/concepts/coded-training.md."""
     return {
         "uncoded": "marlplug.coding.codes:UncodedScheme",
         "replication": "marlplug.coding.codes:ReplicationCode",

@@ -17,7 +17,7 @@ recovers every ``θ_i`` from the first learners to answer. This package holds:
   conditioning, round times) and the check that refuses a code that cannot decode before a run starts;
 - :mod:`~marlplug.coding.gf2`: linear algebra over GF(2) for the LDPC construction.
 
-See docs/coding.md.
+See docs/concepts/coded-training.md (and docs/results/coding.md for what the codes measure).
 """
 
 from marlplug.coding.codes import (
