@@ -8,6 +8,9 @@ compute time is measured, injected delays are added on a virtual clock, and the 
 decodable set has completed on that clock — N parallel machines reproduced on a small host. Learners
 holding the same agents compute the same bits, so each distinct set of agents is updated once and
 every learner holding it is charged that update's measured time (plus its own coding, timed).
+
+On the wall clock the first round starts as soon as the learners ready can decode it, and a learner
+that dies, in a round or while it starts, is started again (:mod:`marlplug.distributed.learner_starts`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from marlplug.distributed.learner import (
     state_rows,
     update_agents,
 )
+from marlplug.distributed.learner_starts import LearnerStartError, LearnerStarts, StartPolicy
 from marlplug.distributed.rounds import ROUND_ROW_COLUMNS, RoundLog, merge_stats
 from marlplug.distributed.wall_round import (
     LearnerError,
@@ -46,8 +50,10 @@ __all__ = [
     "ROUND_ROW_COLUMNS",
     "CodedController",
     "LearnerError",
+    "LearnerStartError",
     "RoundLog",
     "RoundTimeoutError",
+    "StartPolicy",
 ]
 
 
@@ -68,6 +74,7 @@ class CodedController:
         clock: ``"wall"`` or ``"simulated"``.
         round_timeout_s: wait this long for a decodable set before re-dispatching missing agents,
             and as long again before the round fails (finite: no wait is unbounded).
+        start_policy: how learners that die while they start are started again.
 
     Examples:
         >>> import numpy as np, torch
@@ -100,6 +107,7 @@ class CodedController:
         stragglers: StragglerModel | None = None,
         clock: str = "wall",
         round_timeout_s: float = 60.0,
+        start_policy: StartPolicy | None = None,
     ) -> None:
         if clock not in {"wall", "simulated"}:
             raise UserError(f"coding.clock: unknown clock '{clock}'; available: simulated, wall")
@@ -120,7 +128,15 @@ class CodedController:
         self.clock = clock
         self.round_timeout_s = check_round_timeout(round_timeout_s)
         self.active_learners = [j for j in range(self.num_learners) if matrix[j].any()]
+        self.starts: LearnerStarts | None = None
+        self._learners_up = False
         if backend is not None:
+            self.starts = LearnerStarts(
+                backend,
+                make_decoder(matrix, scheme=scheme).can_decode,
+                self.active_learners,
+                start_policy or StartPolicy(),
+            )
             backend.start(program)
 
     def close(self) -> None:
@@ -244,9 +260,13 @@ class CodedController:
         delays: dict[int, float],
     ) -> tuple[Decoder, list[LearnerAnswer], RoundLog]:
         """Learners run on the backend; the round ends in real time."""
-        backend = self.backend
-        assert backend is not None
+        backend, starts = self.backend, self.starts
+        assert backend is not None and starts is not None
         backend.prepare(state, batch)
+        if not self._learners_up:
+            # Not on the round's clock: the first round waits for start-up like any other.
+            starts.wait_until_decodable()
+            self._learners_up = True
         wall_round = WallRound(
             backend,
             self.matrix,
@@ -256,8 +276,11 @@ class CodedController:
             self.round_timeout_s,
             self.active_learners,
             delays,
+            starts,
         )
         backend.broadcast(round_index, state, batch)
         decoder = wall_round.run()
         wait_s = time.perf_counter() - wall_round.start
-        return decoder, list(wall_round.answers.values()), wall_round.log(wait_s=wait_s)
+        log = wall_round.log(wait_s=wait_s)
+        starts.take_log()  # in this round's record (with what happened since the last round)
+        return decoder, list(wall_round.answers.values()), log

@@ -6,6 +6,9 @@ one-agent tasks (:func:`marlplug.coding.completion.completing_agents`: agents mi
 *and* agents needed for a well-conditioned solve) sent to live learners, and waits one more
 ``round_timeout_s``. If that does not decode either, :class:`RoundTimeoutError` names the round, the
 learners heard from and why their answers do not decode (rank or condition number).
+
+A learner that dies is started again (:class:`~marlplug.distributed.learner_starts.LearnerStarts`
+says when) and, once started, sent the round's task again.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import numpy as np
 
 from marlplug.coding import make_decoder
 from marlplug.coding.completion import completing_agents
-from marlplug.distributed.backends.base import Backend, LearnerFailure, Task
-from marlplug.distributed.learner import LearnerAnswer
+from marlplug.distributed.backends.base import Backend, BackendEvent, LearnerFailure, Task
+from marlplug.distributed.learner import LearnerAnswer, LearnerResult
+from marlplug.distributed.learner_starts import LearnerStarts, last_line
 from marlplug.distributed.rounds import RoundLog
 from marlplug.errors import UserError
 
@@ -77,12 +81,11 @@ class WallRound:
     timeout_s: float
     active_learners: list[int]
     delays: dict[int, float]
+    starts: LearnerStarts
     start: float = field(default_factory=time.perf_counter)
     answers: dict[int, LearnerAnswer] = field(default_factory=dict)
     arrivals: dict[int, float] = field(default_factory=dict)
     compute_s: dict[int, float] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
-    restarted: list[int] = field(default_factory=list)
     redispatched: list[int] | None = None
     answered: set[int] = field(default_factory=set)
 
@@ -95,6 +98,7 @@ class WallRound:
 
     def run(self) -> Any:
         """Wait until the answers decode; returns the decoder holding them."""
+        self.starts.restart_due()  # learners whose wait ended between rounds: tasks follow
         for learner in self.active_learners:
             self.backend.submit(
                 Task(
@@ -115,29 +119,24 @@ class WallRound:
                 self.redispatch()
                 deadline = time.monotonic() + self.timeout_s
                 continue
-            for event in self.backend.poll(min(remaining, POLL_S)):
+            for event in self.backend.poll(self.starts.next_start_in(min(remaining, POLL_S))):
                 self.handle(event)
+            for learner in self.starts.restart_due():
+                self.resend(learner)
         return self.decoder
 
-    def handle(self, event: Any) -> None:
-        """Record one answer, or restart a dead learner and resend its task."""
+    def handle(self, event: BackendEvent) -> None:
+        """Record one answer; a learner ready or dead goes to :attr:`starts`."""
+        if self.starts.handle(event):
+            return
         if isinstance(event, LearnerFailure):
-            last_line = event.message.strip().splitlines()[-1] if event.message.strip() else ""
-            if not event.died:
-                # An exception in the update is a bug, not a straggler: every replica would raise
-                # it again, so stop now with the learner's own message.
-                raise LearnerError(
-                    f"round {self.round_index}: learner {event.learner} failed: {last_line}\n"
-                    f"{event.message.strip()}"
-                )
-            self.failures.append(f"learner {event.learner}: {last_line}")
-            self.backend.restart(event.learner)
-            self.restarted.append(event.learner)
-            if event.learner not in self.answered and event.learner in self.active_learners:
-                row = self.matrix[event.learner]
-                self.backend.submit(
-                    Task(event.learner, self.round_index, event.learner, row, self.seed)
-                )
+            # An exception in the update is a bug, not a straggler: every replica would raise it
+            # again, so stop now with the learner's own message.
+            raise LearnerError(
+                f"round {self.round_index}: learner {event.learner} failed: "
+                f"{last_line(event.message)}\n{event.message.strip()}"
+            )
+        if not isinstance(event, LearnerResult):
             return
         if event.round_index != self.round_index or event.task_id in self.answers:
             return  # a late answer of an earlier round, or a duplicate
@@ -146,6 +145,13 @@ class WallRound:
         self.arrivals[event.task_id] = time.perf_counter() - self.start
         self.compute_s[event.task_id] = event.answer.compute_s
         self.decoder.add(event.task_id, event.answer.coded)
+
+    def resend(self, learner: int) -> None:
+        """Send a restarted learner this round's task again, unless it answered it already."""
+        if learner in self.answered or learner not in self.active_learners:
+            return
+        row = self.matrix[learner]
+        self.backend.submit(Task(learner, self.round_index, learner, row, self.seed))
 
     def redispatch(self) -> None:
         """Complete the answers in hand with one-agent tasks on live learners.
@@ -162,14 +168,13 @@ class WallRound:
         self.decoder = make_decoder(augmented, max_condition=self.decoder.max_condition)
         for task_id, answer in self.answers.items():
             self.decoder.add(task_id, answer.coded)
-        alive = getattr(self.backend, "alive", None)
-        candidates = [j for j in range(self.num_learners) if alive is None or alive(j)]
+        candidates = [j for j in range(self.num_learners) if self.backend.alive(j)]
         # Learners that answered are idle; a straggler may still be sitting on its delay.
         preferred = [j for j in candidates if j in self.answered] + [
             j for j in candidates if j not in self.answered
         ]
         if not preferred:
-            preferred = list(self.restarted) or list(range(self.num_learners))
+            preferred = list(self.starts.restarted) or list(range(self.num_learners))
         for position, agent in enumerate(agents):
             task_id = self.num_learners + agent
             learner = preferred[position % len(preferred)]
@@ -192,9 +197,9 @@ class WallRound:
             wait_s=wait_s,
             decode_s=decode_s,
             round_s=wait_s + decode_s,
-            failures=list(self.failures),
+            failures=list(self.starts.failures),
             redispatched_agents=list(self.redispatched or []),
-            restarted=list(self.restarted),
+            restarted=list(self.starts.restarted),
         )
 
     def timeout_error(self) -> RoundTimeoutError:

@@ -5,11 +5,18 @@ per-agent gradient clipping and Adam, each agent's prediction reading every othe
 a per-agent random subsample of the minibatch drawn from the round's seed — what a coded runtime must
 get exactly right (optimizer state of every magnitude, cross-agent reads, seeded randomness).
 :func:`maddpg_program` gives the real MADDPG update through the same contract.
+:class:`DiesWhileStarting` is a learner program whose learners are killed while they load it, on the
+starts a test names. Learners import this module to load these programs: keep its imports light.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import multiprocessing
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -157,3 +164,38 @@ def maddpg_program(num_agents: int, *, critic: str = "joint") -> tuple[LearnerPr
         batch_size=[size],
     )
     return program, batch
+
+
+def start_count(ledger: Path, learner: int) -> int:
+    """Count one more start of ``learner`` in ``ledger`` (a folder); this start's number (1, 2, ...).
+    One learner has one process at a time, so its starts never race."""
+    number = 1
+    while (ledger / f"{learner}-{number}").exists():
+        number += 1
+    (ledger / f"{learner}-{number}").touch()
+    return number
+
+
+def load_in_learner(
+    num_agents: int, deaths: Mapping[int, set[int]], ledger: str
+) -> DiesWhileStarting:
+    """Unpickle a :class:`DiesWhileStarting`; in a learner whose start is listed, die by SIGKILL."""
+    name = multiprocessing.current_process().name  # "marlplug-learner-<j>" in a local learner
+    if name.startswith("marlplug-learner-"):
+        learner = int(name.rsplit("-", 1)[1])
+        if start_count(Path(ledger), learner) in deaths.get(learner, set()):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return DiesWhileStarting(num_agents, deaths, Path(ledger))
+
+
+class DiesWhileStarting(LinearProgram):
+    """A :class:`LinearProgram` whose learner is killed (SIGKILL) while it loads the program, on the
+    starts ``deaths`` names per learner (1: its first start, 2: the next one, ...)."""
+
+    def __init__(self, num_agents: int, deaths: Mapping[int, set[int]], ledger: Path) -> None:
+        super().__init__(num_agents)
+        self.deaths = dict(deaths)
+        self.ledger = ledger
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return load_in_learner, (self.num_agents, self.deaths, str(self.ledger))

@@ -6,13 +6,20 @@ Tasks and results travel over one pipe pair per worker, so a killed worker shows
 and cannot leave a lock held for the others. One reader thread per worker receives its results into
 a queue: a worker frozen halfway through sending an answer (larger than the pipe's buffer) blocks
 only its reader, never the controller's wait for a decodable set.
+
+A worker loads its program (sent pickled) before it says it is ready; if that fails it sends the
+traceback and exits, so a learner that cannot start is told apart from one killed from outside
+(a signal: a negative exit code) and named with its cause.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import queue
+import signal
+import sys
 import threading
 import time
 import traceback
@@ -24,16 +31,19 @@ import torch.multiprocessing as torch_mp
 from tensordict import TensorDict, TensorDictBase
 
 from marlplug.algorithms.protocol import LearnerProgram
-from marlplug.distributed.backends.base import LearnerFailure, Task
+from marlplug.distributed.backends.base import BackendEvent, LearnerFailure, LearnerReady, Task
 from marlplug.distributed.learner import LearnerAnswer, LearnerResult, learner_compute
-from marlplug.errors import UserError
+from marlplug.distributed.learner_starts import LearnerStartError
+
+__all__ = ["SLOTS", "LearnerStartError", "LocalBackend"]
 
 #: Round-robin slots for the state and the batch: a worker may still copy round r while round r+1 is written.
 SLOTS = 2
 
-
-class LearnerStartError(UserError):
-    """Learners could not be started."""
+#: What the fork server imports once, before it forks any learner: this module, and the modules a
+#: built-in algorithm's program needs when a learner loads it (3-4 s of imports, torchrl's among
+#: them, that every learner start and restart would repeat otherwise).
+PRELOAD = (__name__, "marlplug.algorithms.maddpg_program", "marlplug.algorithms.ppo_program")
 
 
 class LocalBackend:
@@ -41,7 +51,8 @@ class LocalBackend:
 
     Args:
         num_learners: how many worker processes N.
-        start_timeout_s: how long :meth:`start` waits for every worker to be ready.
+        start_timeout_s: how long the controller waits for enough workers to be ready before the
+            first round.
 
     Examples:
         >>> backend = LocalBackend(num_learners=2)  # doctest: +SKIP
@@ -49,17 +60,19 @@ class LocalBackend:
         >>> backend.close()  # doctest: +SKIP
     """
 
+    name = "local"
+
     def __init__(self, num_learners: int, *, start_timeout_s: float = 120.0) -> None:
         self.num_learners = num_learners
         self.start_timeout_s = start_timeout_s
         # A fork server imports torch and marlplug once; each learner (and each restart) is then a
         # cheap fork of it instead of a fresh interpreter (seconds per learner on a busy machine).
         self._context = torch_mp.get_context("forkserver")
-        self._context.set_forkserver_preload([__name__])
+        self._context.set_forkserver_preload(list(PRELOAD))
         self._processes: dict[int, Any] = {}
         self._task_conns: dict[int, Any] = {}
         self._result_conns: dict[int, Any] = {}
-        self._program: LearnerProgram | None = None
+        self._program: bytes | None = None
         self._state: torch.Tensor | None = None
         self._batch: dict[Any, torch.Tensor] = {}
         self._batch_size: list[int] = []
@@ -69,14 +82,20 @@ class LocalBackend:
         #: restarted learner's new pipe has a new generation, so its old reader's end is ignored.
         self._inbox: queue.Queue[tuple[int, int, Any]] = queue.Queue()
         self._generation: dict[int, int] = {}
+        #: Learners whose current process said it is ready; the traceback of one that could not.
+        self._ready: set[int] = set()
+        self._start_errors: dict[int, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, program: LearnerProgram) -> None:
-        self._program = program
+        # Pickled once, here: a program that does not pickle fails now, in the controller, and
+        # one that does not load in a worker fails there with its traceback (see _worker_main).
+        self._program = pickle.dumps(program)
 
     def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
-        """Allocate the shared slots for these shapes and start the workers (once)."""
+        """Allocate the shared slots for these shapes and start the workers (once, without waiting
+        for them: each reports :class:`LearnerReady` through :meth:`poll`)."""
         if self._state is not None:
             return
         self._state = torch.zeros(SLOTS, *state.shape, dtype=state.dtype).share_memory_()
@@ -85,25 +104,6 @@ class LocalBackend:
             self._batch[key] = torch.zeros(SLOTS, *value.shape, dtype=value.dtype).share_memory_()
         for learner in range(self.num_learners):
             self._spawn(learner)
-        deadline = time.monotonic() + self.start_timeout_s
-        waiting = set(range(self.num_learners))
-        while waiting:
-            remaining = deadline - time.monotonic()
-            try:
-                learner, generation, message = self._inbox.get(timeout=max(0.0, remaining))
-            except queue.Empty:
-                self.close()
-                raise LearnerStartError(
-                    f"local backend: learners {sorted(waiting)} were not ready within "
-                    f"{self.start_timeout_s:.0f} s"
-                ) from None
-            if generation != self._generation.get(learner):
-                continue
-            if message is None:
-                self.close()
-                raise LearnerStartError(f"local backend: learner {learner} exited while starting")
-            if message[0] == "ready":
-                waiting.discard(learner)
 
     def _spawn(self, learner: int) -> None:
         assert self._program is not None and self._state is not None
@@ -131,6 +131,8 @@ class LocalBackend:
         self._processes[learner] = process
         self._task_conns[learner] = task_send
         self._result_conns[learner] = result_recv
+        self._ready.discard(learner)
+        self._start_errors.pop(learner, None)
         generation = self._generation.get(learner, -1) + 1
         self._generation[learner] = generation
         threading.Thread(
@@ -155,6 +157,14 @@ class LocalBackend:
     def pid(self, learner: int) -> int:
         """The operating-system process id of learner ``learner`` (for fault-injection tests)."""
         return int(self._processes[learner].pid)
+
+    def pids(self) -> dict[int, int]:
+        """The process id of every learner process started and still running (any thread may ask)."""
+        return {
+            learner: int(process.pid)
+            for learner, process in list(self._processes.items())
+            if process.pid is not None and process.is_alive()
+        }
 
     def close(self) -> None:
         if self._closed:
@@ -210,8 +220,8 @@ class LocalBackend:
         process = self._processes.get(learner)
         return process is not None and process.is_alive()
 
-    def poll(self, timeout_s: float) -> list[LearnerResult | LearnerFailure]:
-        events: list[LearnerResult | LearnerFailure] = []
+    def poll(self, timeout_s: float) -> list[BackendEvent]:
+        events: list[BackendEvent] = []
         try:
             received = [self._inbox.get(timeout=max(0.0, timeout_s))]
         except queue.Empty:
@@ -223,22 +233,46 @@ class LocalBackend:
             if generation != self._generation.get(learner) or learner not in self._result_conns:
                 continue  # the end of a pipe already replaced or closed
             if message is None:
-                process = self._processes[learner]
-                process.join(timeout=1)
-                events.append(
-                    LearnerFailure(
-                        learner, None, f"process exited (code {process.exitcode})", died=True
-                    )
-                )
+                events.append(self._death(learner))
                 self._result_conns.pop(learner).close()
                 continue
             kind = message[0]
-            if kind == "result":
+            if kind == "ready":
+                self._ready.add(learner)
+                events.append(LearnerReady(learner))
+            elif kind == "start-failed":
+                self._start_errors[learner] = message[2]  # its death (end of pipe) follows
+            elif kind == "result":
                 _, _, round_index, task_id, answer = message
                 events.append(LearnerResult(learner, round_index, task_id, _from_pipe(answer)))
             elif kind == "error":
                 events.append(LearnerFailure(learner, message[2], str(message[4]), died=False))
         return events
+
+    def _death(self, learner: int) -> LearnerFailure:
+        """What a learner's closed pipe means: how its process ended, and whose fault that was."""
+        process = self._processes[learner]
+        process.join(timeout=1)
+        traceback_text = self._start_errors.pop(learner, None)
+        starting = learner not in self._ready
+        if traceback_text is not None:
+            return LearnerFailure(learner, None, traceback_text, True, starting, own_fault=True)
+        return LearnerFailure(
+            learner, None, exit_description(process.exitcode), True, starting, own_fault=False
+        )
+
+
+def exit_description(exitcode: int | None) -> str:
+    """How a worker process ended, from its exit code (negative: the signal that killed it).
+
+    Examples:
+        >>> exit_description(-9), exit_description(1)
+        ('process killed by SIGKILL', 'process exited (code 1)')
+    """
+    if exitcode is not None and exitcode < 0:
+        with contextlib.suppress(ValueError):
+            return f"process killed by {signal.Signals(-exitcode).name}"
+    return f"process exited (code {exitcode})"
 
 
 def _read_results(
@@ -259,7 +293,7 @@ def _read_results(
 
 def _worker_main(
     learner: int,
-    program: LearnerProgram,
+    program_bytes: bytes,
     state_slots: torch.Tensor,
     batch_slots: dict[Any, torch.Tensor],
     batch_size: list[int],
@@ -269,6 +303,13 @@ def _worker_main(
     parent_pid: int,
 ) -> None:
     torch.set_num_threads(1)
+    try:
+        program: LearnerProgram = pickle.loads(program_bytes)
+    except BaseException:
+        # The learner's own fault (e.g. a module the program needs does not import here): say why.
+        with contextlib.suppress(OSError):
+            result_conn.send(("start-failed", learner, traceback.format_exc()))
+        sys.exit(1)
     result_conn.send(("ready", learner))
     inbox: deque[tuple[Any, ...]] = deque()
 

@@ -2,7 +2,9 @@
 
 The state rows and the minibatch go into the object store once per round (``ray.put``); tasks reference them, and
 the controller collects answers with ``ray.wait``. Learner actors are async, so a straggler's injected
-delay is an ``asyncio.sleep`` that ``ray.cancel`` ends when its answer is no longer needed.
+delay is an ``asyncio.sleep`` that ``ray.cancel`` ends when its answer is no longer needed. Each actor
+is asked ``ready()`` when it is created; that answer (or the actor's death, which Ray reports on every
+call pending on it, and which is passed on once) is how the controller learns it is up.
 
 A local Ray that marlplug starts listens on loopback only (GCS, raylet, workers, the driver), and
 Ray's own messages (a worker that died, its logs) go to stderr, never into a run's summary on stdout.
@@ -26,7 +28,7 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import LearnerProgram
-from marlplug.distributed.backends.base import LearnerFailure, Task
+from marlplug.distributed.backends.base import BackendEvent, LearnerFailure, LearnerReady, Task
 from marlplug.distributed.learner import LearnerAnswer, LearnerResult, learner_compute
 from marlplug.errors import UserError
 
@@ -77,11 +79,14 @@ class RayBackend:
             local Ray, which :meth:`close` shuts down again.
         num_cpus: CPUs of the local Ray that is started (ignored with ``address``).
         learner_num_cpus: CPUs reserved per learner actor (fractions allowed).
-        start_timeout_s: how long :meth:`start` waits for every actor.
+        start_timeout_s: how long the controller waits for enough actors to be ready before the
+            first round.
 
     Examples:
         >>> backend = RayBackend(num_learners=3, num_cpus=2)  # doctest: +SKIP
     """
+
+    name = "ray"
 
     def __init__(
         self,
@@ -106,7 +111,12 @@ class RayBackend:
         self.start_timeout_s = start_timeout_s
         self._started_ray = False
         self._actors: dict[int, Any] = {}
-        self._pending: dict[Any, tuple[int, int, int]] = {}
+        #: Each learner's actor generation: a restart makes a new one; older ones' news is stale.
+        self._generation: dict[int, int] = {}
+        self._ready: set[int] = set()
+        #: Task refs -> (learner, generation, round, task id); ``ready()`` refs -> (learner, generation).
+        self._pending: dict[Any, tuple[int, int, int, int]] = {}
+        self._probes: dict[Any, tuple[int, int]] = {}
         self._refs: tuple[Any, Any] | None = None
         self._program: LearnerProgram | None = None
         self._closed = False
@@ -142,18 +152,6 @@ class RayBackend:
         cpus = self._reserved_cpus()
         for learner in range(self.num_learners):
             self._spawn(learner, cpus)
-        try:
-            ray.get(
-                [actor.ready.remote() for actor in self._actors.values()],
-                timeout=self.start_timeout_s,
-            )
-        except Exception as exc:
-            self.close()
-            raise RayUnavailableError(
-                f"ray backend: learners not ready within {self.start_timeout_s:.0f} s: {exc}".splitlines()[
-                    0
-                ]
-            ) from None
 
     def _reserved_cpus(self) -> float:
         """CPUs each learner reserves: ``learner_num_cpus``, else one each while the cluster has
@@ -168,9 +166,13 @@ class RayBackend:
         actor_class = ray.remote(LearnerActor)
         # SPREAD: one learner per node while there are nodes without one, so that a lost node
         # takes few learners with it; a learner re-created after a node loss goes to the nodes left.
-        self._actors[learner] = actor_class.options(
+        actor = actor_class.options(
             num_cpus=cpus, max_concurrency=4, name=None, scheduling_strategy="SPREAD"
         ).remote(learner, self._program)
+        generation = self._generation.get(learner, -1) + 1
+        self._actors[learner], self._generation[learner] = actor, generation
+        self._ready.discard(learner)
+        self._probes[actor.ready.remote()] = (learner, generation)
 
     def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
         """Nothing to allocate: the object store takes any shape."""
@@ -178,7 +180,7 @@ class RayBackend:
     def broadcast(self, round_index: int, state: torch.Tensor, batch: TensorDictBase) -> None:
         ray = self._ray
         # Answers of earlier rounds are no longer needed: end their injected delays.
-        for ref, (_, pending_round, _) in list(self._pending.items()):
+        for ref, (_, _, pending_round, _) in list(self._pending.items()):
             if pending_round < round_index:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
@@ -194,26 +196,39 @@ class RayBackend:
         ref = actor.compute.remote(
             task.round_index, task.task_id, task.row, task.seed, state_ref, batch_ref, task.delay_s
         )
-        self._pending[ref] = (task.learner, task.round_index, task.task_id)
+        generation = self._generation[task.learner]
+        self._pending[ref] = (task.learner, generation, task.round_index, task.task_id)
 
-    def poll(self, timeout_s: float) -> list[LearnerResult | LearnerFailure]:
+    def poll(self, timeout_s: float) -> list[BackendEvent]:
         ray = self._ray
-        if not self._pending:
+        waiting = [*self._pending, *self._probes]
+        if not waiting:
             time.sleep(max(0.0, min(timeout_s, 0.05)))
             return []
-        ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=max(0.0, timeout_s))
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, timeout_s))
         if ready:
-            more, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
+            more, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
             ready = list(dict.fromkeys([*ready, *more]))
-        events: list[LearnerResult | LearnerFailure] = []
+        events: list[BackendEvent] = []
         for ref in ready:
-            learner, round_index, task_id = self._pending.pop(ref)
+            if ref in self._probes:
+                learner, generation = self._probes.pop(ref)
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    events += self._death(learner, generation, exc)
+                    continue
+                if generation == self._generation[learner] and learner in self._actors:
+                    self._ready.add(learner)
+                    events.append(LearnerReady(learner))
+                continue
+            learner, generation, round_index, task_id = self._pending.pop(ref)
             try:
                 _, _, answer = ray.get(ref)
             except ray.exceptions.TaskCancelledError:
                 continue
             except ray.exceptions.RayActorError as exc:
-                events.append(LearnerFailure(learner, round_index, f"actor died: {exc}", died=True))
+                events += self._death(learner, generation, exc)
                 continue
             except ray.exceptions.RayTaskError as exc:
                 events.append(LearnerFailure(learner, round_index, str(exc), died=False))
@@ -223,8 +238,20 @@ class RayBackend:
             events.append(LearnerResult(learner, round_index, task_id, answer))
         return events
 
+    def _death(self, learner: int, generation: int, error: Exception) -> list[LearnerFailure]:
+        """The death of ``learner``'s actor, once per actor: Ray reports it on every call that was
+        pending on it, and an actor already replaced is old news."""
+        if generation != self._generation[learner] or learner not in self._actors:
+            return []
+        del self._actors[learner]  # no task goes to it any more, and it is not alive()
+        starting = learner not in self._ready
+        self._ready.discard(learner)
+        # An exception in the actor's constructor (or in loading its program) is its own fault.
+        own = bool(getattr(error, "actor_init_failed", False))
+        return [LearnerFailure(learner, None, f"actor died: {error}", True, starting, own)]
+
     def alive(self, learner: int) -> bool:
-        """Whether the backend holds an actor for ``learner`` (Ray reports deaths through tasks)."""
+        """Whether ``learner`` has an actor not reported dead (Ray reports deaths through calls)."""
         return learner in self._actors
 
     def placement(self, *, timeout_s: float = 60.0) -> dict[int, str]:
@@ -240,9 +267,14 @@ class RayBackend:
         )
         return dict(zip(learners, nodes, strict=True))
 
-    def kill(self, learner: int) -> None:
-        """Kill learner ``learner``'s actor (for fault-injection tests)."""
-        self._ray.kill(self._actors[learner], no_restart=True)
+    def kill(self, learner: int) -> bool:
+        """Kill learner ``learner``'s actor (for fault-injection tests; any thread may call it);
+        False when it has none (it died and waits for its restart)."""
+        actor = self._actors.get(learner)
+        if actor is None:
+            return False
+        self._ray.kill(actor, no_restart=True)
+        return True
 
     def restart(self, learner: int) -> None:
         old = self._actors.pop(learner, None)
@@ -265,6 +297,7 @@ class RayBackend:
                 ray.kill(actor, no_restart=True)
         self._actors.clear()
         self._pending.clear()
+        self._probes.clear()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
         if self._stdout is not None:
