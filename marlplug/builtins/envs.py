@@ -1,5 +1,6 @@
 """Built-in environments (``marlplug_envs``): the paper's four scenarios on PettingZoo/mpe2, and
-PettingZoo's tasks by name (the ``pettingzoo`` backend, :mod:`marlplug.envs.pettingzoo`)."""
+PettingZoo's tasks by name (the ``pettingzoo`` backend, :mod:`marlplug.envs.pettingzoo`) and
+Gymnasium's multi-agent LBF and RWARE tasks by id (``gymnasium``, :mod:`marlplug.envs.gymnasium`)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,19 @@ _PETTINGZOO: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: (task id, module, class) of the ``gymnasium`` backend's tasks (:mod:`marlplug.envs.gymnasium`).
+_GYMNASIUM: tuple[tuple[str, str, str], ...] = (
+    ("Foraging-8x8-2p-2f-coop-v3", "marlplug.envs.gymnasium.lbf_tasks", "Foraging8x82p2fCoop"),
+    ("Foraging-10x10-3p-3f-v3", "marlplug.envs.gymnasium.lbf_tasks", "Foraging10x103p3f"),
+    ("rware-tiny-2ag-v2", "marlplug.envs.gymnasium.rware_tasks", "RwareTiny2ag"),
+    ("rware-tiny-4ag-v2", "marlplug.envs.gymnasium.rware_tasks", "RwareTiny4ag"),
+)
+
+
 @hookimpl
 def marlplug_envs() -> Mapping[str, Any]:
     """The paper's four scenarios on the ``mpe`` backend (PettingZoo/mpe2) and the known tasks of the
-    ``pettingzoo`` backend."""
+    ``pettingzoo`` and ``gymnasium`` backends."""
     return {
         "mpe/cooperative_navigation": "marlplug.envs.mpe:CooperativeNavigation",
         "mpe/predator_prey": "marlplug.envs.mpe:PredatorPrey",
@@ -37,4 +47,5 @@ def marlplug_envs() -> Mapping[str, Any]:
         **{
             f"pettingzoo/{name}": f"{module}:{attribute}" for name, module, attribute in _PETTINGZOO
         },
+        **{f"gymnasium/{name}": f"{module}:{attribute}" for name, module, attribute in _GYMNASIUM},
     }

@@ -55,6 +55,16 @@ class JointEnv(Protocol):
     def step(self, actions: list[torch.Tensor]) -> JointStepResult: ...
 
 
+@runtime_checkable
+class MaskedJointEnv(JointEnv, Protocol):
+    """A :class:`JointEnv` that also says which discrete actions each agent may take now."""
+
+    def action_mask(self) -> torch.Tensor:
+        """``[num_agents, n_actions]`` booleans, True where the action is allowed (after the last
+        reset or step)."""
+        ...
+
+
 class JointEnvWrapper(EnvBase):
     """A TorchRL env over a :class:`JointEnv`: one agent group, keys as in marlplug's own scenarios.
 
@@ -74,6 +84,8 @@ class JointEnvWrapper(EnvBase):
         observation_dim: length of each agent's observation (default: read from a reset).
         group: the agent group's name.
         agent_names: the agents' names (default ``<group>_0``, ``<group>_1``, ...).
+        action_mask: write the env's :meth:`MaskedJointEnv.action_mask` as the group's
+            ``action_mask`` after every reset and step (TorchRL's key; discrete actions only).
 
     Raises:
         UserError: ``env`` is not a :class:`JointEnv`, the actions are declared twice or not at all,
@@ -108,6 +120,7 @@ class JointEnvWrapper(EnvBase):
         observation_dim: int | None = None,
         group: str = "agent",
         agent_names: Sequence[str] | None = None,
+        action_mask: bool = False,
     ) -> None:
         name = type(env).__name__
         if not isinstance(env, JointEnv):
@@ -120,8 +133,14 @@ class JointEnvWrapper(EnvBase):
                 f"JointEnvWrapper({name}): declare the actions either as n_actions (discrete) or "
                 "as action_low and action_high (continuous)"
             )
+        if action_mask and (continuous or not isinstance(env, MaskedJointEnv)):
+            raise UserError(
+                f"JointEnvWrapper({name}): action_mask needs discrete actions and an "
+                "action_mask() method"
+            )
         super().__init__(batch_size=torch.Size([]))
         self.joint_env = env
+        self._masked = action_mask
         self._name = name
         self._group = group
         self._next_seed: int | None = None
@@ -134,9 +153,11 @@ class JointEnvWrapper(EnvBase):
         if observation_dim is None:
             observation_dim = int(self._stack(env.reset(), "reset()", None).shape[-1])
         self._observation_dim = observation_dim
-        self.observation_spec = Composite(
-            {group: Composite(observation=Unbounded((n, observation_dim)), shape=(n,))}
-        )
+        group_observation = Composite(observation=Unbounded((n, observation_dim)), shape=(n,))
+        if action_mask:
+            assert n_actions is not None
+            group_observation["action_mask"] = Categorical(2, (n, n_actions), dtype=torch.bool)
+        self.observation_spec = Composite({group: group_observation})
         if continuous:
             action = self._continuous_spec(action_low, action_high)
         else:
@@ -200,6 +221,10 @@ class JointEnvWrapper(EnvBase):
 
     def _observation_td(self, observations: torch.Tensor) -> TensorDict:
         group = TensorDict({"observation": observations}, batch_size=[self._n_agents])
+        if self._masked:
+            env = self.joint_env
+            assert isinstance(env, MaskedJointEnv)
+            group.set("action_mask", torch.as_tensor(env.action_mask(), dtype=torch.bool))
         return TensorDict({self._group: group}, batch_size=[])
 
     def _set_seed(self, seed: int | None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -188,7 +189,9 @@ def _annotation(name: str, default: Any, hints: Mapping[str, Any]) -> Any:
 
 
 def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
+    """A class name for a task: ``simple_tag`` -> ``SimpleTag``, ``rware-tiny-2ag-v2`` ->
+    ``RwareTiny2agV2``."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", name))
 
 
 def _create(task: KeywordTask, fields: Mapping[str, Any]) -> type[TaskOptions]:
