@@ -34,7 +34,7 @@ rm -f "$stamp" # a set-up that stops half-way must not look current
 . .venv/bin/activate
 pip install -q --upgrade pip
 pip install -q --retries 2 torch==2.13.0 --index-url "${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
-pip install -q -e ".[test,ray,vmas,tensorboard,wandb,mlflow,stats,sisl,magent2,lbf,rware]"
+pip install -q -e ".[test,docs,ray,vmas,tensorboard,wandb,mlflow,stats,sisl,magent2,lbf,rware]"
 for plugin in plugins/*/; do
     pip install -q -e "$plugin"
 done
