@@ -1,6 +1,7 @@
-"""Coded joint PPO with continuous actions (a TanhNormal policy, its entropy a sampled estimate)
-ends bit for bit where the centralized run ends: every round's forward draws its samples from the
-round's seed, and the learners' rows decode exactly (:mod:`marlplug.coding.exact`)."""
+"""Coded training with continuous actions ends bit for bit where the centralized run ends: joint PPO
+(a TanhNormal policy, its entropy a sampled estimate) and MADDPG (a tanh actor with Gaussian
+exploration noise). Every round draws its samples from the round's seed, and the learners' rows
+decode exactly (:mod:`marlplug.coding.exact`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 
 from marlplug import load_config
 from marlplug.envs import available_envs
+from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
 
 # 2 updates of 20 frames in minibatches of 10: 2 coded rounds per update; an entropy bonus, so
@@ -63,3 +65,40 @@ def test_coded_continuous_ppo_ends_bit_identical_to_centralized(
     assert not torch.equal(first.theta, centralized.theta)
     for ours, theirs in zip(coded.iterations, centralized.iterations, strict=True):
         assert ours.stats["agent_0/entropy"] == theirs.stats["agent_0/entropy"]
+
+
+# MADDPG: 25-step iterations, updates from the third on (learning_starts 50).
+MADDPG = [
+    "algorithm.name=maddpg",
+    "algorithm.minibatch_size=32",
+    "algorithm.learning_starts=50",
+    "algorithm.steps_per_iteration=25",
+    "algorithm.episode_length=25",
+    "algorithm.hidden_sizes=[32, 32]",
+    "algorithm.exploration_std=0.3",
+    "env.backend=vmas",
+    "env.name=give_way",  # two agents, velocities in [-0.5, 0.5]
+    "env.max_steps=25",
+    "logging.progress=false",
+]
+SIMULATED = [
+    "coding.scheme=mds",
+    "coding.learners=4",
+    "coding.clock=simulated",
+    "coding.stragglers.count=1",
+    "coding.stragglers.delay_s=0.1",
+]
+
+
+def test_coded_continuous_maddpg_ends_bit_identical_to_centralized(tmp_path: Path) -> None:
+    if "vmas" not in available_envs():
+        pytest.skip("the vmas backend is not installed")
+
+    def theta(name: str, *extra: str) -> torch.Tensor:
+        config = load_config(data={}, overrides=[*MADDPG, *extra])
+        return run(config, run_dir=tmp_path / name).theta
+
+    centralized = theta("centralized", "train.updates=4")
+    assert torch.equal(theta("coded", "train.updates=4", *SIMULATED), centralized)
+    # Two updates happened (iterations 3 and 4): the rows moved from where they started.
+    assert not torch.equal(theta("before", "train.updates=2"), centralized)
