@@ -39,6 +39,14 @@ def test_a_paper_port_wins_a_name_clash(monkeypatch: pytest.MonkeyPatch) -> None
     assert envs["vmas/balance"] == "marlplug_vmas.native:Balance"
 
 
+def test_without_vmas_the_paper_ports_stay_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> dict[str, str]:
+        raise ModuleNotFoundError("No module named 'vmas'")
+
+    monkeypatch.setattr(marlplug_vmas, "scenario_names", missing)
+    assert marlplug_vmas.marlplug_envs() == marlplug_vmas.PAPER_SCENARIOS
+
+
 def test_options_are_the_keywords_make_world_reads() -> None:
     fields = native_scenario("balance").Options.model_fields
     assert list(fields) == [

@@ -59,9 +59,12 @@ def marlplug_envs() -> Mapping[str, Any]:
     """The paper's four scenarios and every VMAS scenario (``vmas.scenarios`` and
     ``vmas.mpe_scenarios``) on the ``vmas`` backend; a paper scenario keeps its name if VMAS ever
     ships one called the same."""
-    native = {
-        f"vmas/{name}": f"marlplug_vmas.native:{class_name(name)}" for name in scenario_names()
-    }
+    try:
+        names = scenario_names()
+    except ModuleNotFoundError:
+        # vmas is not installed: the paper's four stay listed, and using one says what is missing.
+        names = {}
+    native = {f"vmas/{name}": f"marlplug_vmas.native:{class_name(name)}" for name in names}
     return {**native, **PAPER_SCENARIOS}
 
 
