@@ -1,5 +1,6 @@
-"""The docs cannot drift from the code: every hook is documented with its exact signature, and the
-configuration reference is exactly what the schemas generate."""
+"""The docs cannot drift from the code: every hook is documented with its exact signature, the
+configuration reference is exactly what the schemas generate, and the pages keep the site's sizes
+(the README at most 120 lines, every page but the notebook's at most 500)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from marlplug import hookspecs
 from marlplug.config.reference import render_reference
 from marlplug.plugins import PluginManager
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+#: The dated notebook (docs/notes/) may run long; every other page is read whole, so it stays short.
+MAX_PAGE_LINES = 500
+MAX_README_LINES = 120
 HOOKS = [
     name for name, obj in vars(hookspecs).items() if name.startswith("marlplug_") and callable(obj)
 ]
@@ -41,3 +46,20 @@ def test_configuration_reference_is_generated_from_the_schemas() -> None:
     assert actual == expected, (
         "run: marlplug config reference --builtins-only > docs/reference/config.md"
     )
+
+
+def test_pages_stay_short() -> None:
+    long_pages = {
+        page.relative_to(ROOT).as_posix(): lines
+        for page in DOCS.rglob("*.md")
+        if "notes" not in page.relative_to(DOCS).parts
+        and (lines := len(page.read_text().splitlines())) > MAX_PAGE_LINES
+    }
+    assert not long_pages, (
+        f"pages over {MAX_PAGE_LINES} lines (split them, or move history to docs/notes/): {long_pages}"
+    )
+
+
+def test_readme_stays_short() -> None:
+    lines = len((ROOT / "README.md").read_text().splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines; the docs site holds the rest"
