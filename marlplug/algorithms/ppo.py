@@ -28,7 +28,13 @@ from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.ppo_options import PPOLossOptions
-from marlplug.nn.actor_critic import Activation, CriticInput, JointActorCritic, WeightInit
+from marlplug.nn.actor_critic import (
+    Activation,
+    CriticInput,
+    JointActorCritic,
+    WeightInit,
+    critic_from_centralized,
+)
 from marlplug.optim.adam import AdamSettings, AgentAdam
 
 if TYPE_CHECKING:
@@ -59,6 +65,8 @@ class PPO:
         activation: the hidden layers' nonlinearity (:data:`~marlplug.nn.actor_critic.Activation`).
         share_params: one policy and one critic per group (every agent's rows start equal and
             step with the group's mean gradient).
+        centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
+            (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
     Examples:
         >>> PPO(hidden_size=32).hidden_size
@@ -198,7 +206,7 @@ class PPO:
         self.loss_options = PPOLossOptions(**loss_settings)
         self.hidden_size = hidden_size
         self.feature_dim = feature_dim
-        self.critic = critic
+        self.critic = critic_from_centralized(centralized_critic, critic, where="PPO")
         self.adam_eps = adam_eps
         self.value_norm = value_norm
         self.obs_norm = obs_norm
@@ -209,6 +217,7 @@ class PPO:
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
+        centralized_critic: bool | None = None,
         return JointActorCritic.from_env(
             env,
             hidden_size=self.hidden_size,

@@ -21,6 +21,7 @@ from torch import nn
 from torch.distributions import Categorical
 from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
+from marlplug.deprecation import warn_renamed
 
 from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.envs.state import STATE
@@ -59,6 +60,47 @@ POLICY_HEAD_GAIN = 0.01
 #: What a group's networks need to know about its agents: the env layout reader's group
 #: (:class:`marlplug.envs.layout.GroupLayout`; :func:`marlplug.envs.read_layout` reads an env's).
 GroupSpec = GroupLayout
+#: The release without ``centralized_critic``, the spelling of ``critic`` before 0.1.0.
+CENTRALIZED_CRITIC_REMOVED_IN = "0.3.0"
+
+
+def critic_from_centralized(
+    centralized_critic: bool | None, critic: CriticInput, *, where: str
+) -> CriticInput:
+    """``critic`` as given, or as the deprecated ``centralized_critic`` said it (``True``: ``joint``,
+    every agent's observation; ``False``: ``local``, its own), with a :class:`DeprecationWarning`
+    blamed on the caller of ``where``.
+
+    Raises:
+        TypeError: ``centralized_critic`` is not a bool, or comes with a ``critic`` other than
+            the default.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     critic_from_centralized(False, "joint", where="JointActorCritic")
+        'local'
+        >>> print(caught[0].message)
+        JointActorCritic(centralized_critic=...) is deprecated and will be removed in marlplug 0.3.0; use critic='joint' (True) or critic='local' (False)
+    """
+    if centralized_critic is None:
+        return critic
+    warn_renamed(
+        f"{where}(centralized_critic=...)",
+        "critic='joint' (True) or critic='local' (False)",
+        removed_in=CENTRALIZED_CRITIC_REMOVED_IN,
+        stacklevel=4,
+    )
+    if not isinstance(centralized_critic, bool):
+        raise TypeError(
+            f"{where}: centralized_critic must be True or False (it is now critic: 'joint', "
+            f"'state' or 'local'), got {centralized_critic!r}"
+        )
+    if critic != "joint":
+        raise TypeError(f"{where}: give critic alone (centralized_critic is its old spelling)")
+    return "joint" if centralized_critic else "local"
+
 
 
 class GroupActorCritic(nn.Module):
@@ -88,6 +130,8 @@ class GroupActorCritic(nn.Module):
             critic shared by the group, as BenchMARL's ``share_policy_params``); trainers keep
             them equal by stepping every agent with the group's mean gradient
             (:class:`~marlplug.algorithms.ppo_program.PpoProgram`).
+        centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
+            (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
     Examples:
         >>> spec = GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)
@@ -118,8 +162,10 @@ class GroupActorCritic(nn.Module):
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        centralized_critic: bool | None = None,
     ) -> None:
         super().__init__()
+        critic = critic_from_centralized(centralized_critic, critic, where="GroupActorCritic")
         if critic == "state" and (state_dim is None or obs_norm):
             raise UserError(
                 "a state critic needs the width of the env's global state"
@@ -264,6 +310,8 @@ class JointActorCritic(nn.Module):
         value_norm: see :class:`GroupActorCritic`.
         obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
+        centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
+            (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
         activation: see :class:`GroupActorCritic`.
         share_params: see :class:`GroupActorCritic`.
 
@@ -285,8 +333,10 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
+        centralized_critic: bool | None = None,
         activation: Activation = "tanh",
         share_params: bool = False,
+        critic = critic_from_centralized(centralized_critic, critic, where="JointActorCritic")
     ) -> None:
         super().__init__()
         if not specs:
@@ -321,12 +371,16 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
+        centralized_critic: bool | None = None,
         activation: Activation = "tanh",
         share_params: bool = False,
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
         state critic is sized for the env's :data:`~marlplug.envs.state.STATE` (``make_env(...,
-        global_state=True)`` writes it)."""
+        global_state=True)`` writes it). The arguments are :class:`JointActorCritic`'s."""
+        critic = critic_from_centralized(
+            centralized_critic, critic, where="JointActorCritic.from_env"
+        )
         state_dim = None
         if critic == "state":
             state_spec = env.observation_spec.get(STATE, None)
