@@ -200,6 +200,7 @@ class PPO:
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        centralized_critic: bool | None = None,
         **loss_settings: Any,
     ) -> None:
         #: The PPO loss terms (``clip_range``, ``vf_coef``, ...): a :class:`PPOLossOptions`.
@@ -217,7 +218,6 @@ class PPO:
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
-        centralized_critic: bool | None = None,
         return JointActorCritic.from_env(
             env,
             hidden_size=self.hidden_size,

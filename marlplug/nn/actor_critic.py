@@ -21,8 +21,8 @@ from torch import nn
 from torch.distributions import Categorical
 from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
-from marlplug.deprecation import warn_renamed
 
+from marlplug.deprecation import warn_renamed
 from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.envs.state import STATE
 from marlplug.errors import UserError
@@ -60,6 +60,7 @@ POLICY_HEAD_GAIN = 0.01
 #: What a group's networks need to know about its agents: the env layout reader's group
 #: (:class:`marlplug.envs.layout.GroupLayout`; :func:`marlplug.envs.read_layout` reads an env's).
 GroupSpec = GroupLayout
+
 #: The release without ``centralized_critic``, the spelling of ``critic`` before 0.1.0.
 CENTRALIZED_CRITIC_REMOVED_IN = "0.3.0"
 
@@ -100,7 +101,6 @@ def critic_from_centralized(
     if critic != "joint":
         raise TypeError(f"{where}: give critic alone (centralized_critic is its old spelling)")
     return "joint" if centralized_critic else "local"
-
 
 
 class GroupActorCritic(nn.Module):
@@ -310,10 +310,10 @@ class JointActorCritic(nn.Module):
         value_norm: see :class:`GroupActorCritic`.
         obs_norm: see :class:`GroupActorCritic`.
         init: see :class:`GroupActorCritic`.
-        centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
-            (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
         activation: see :class:`GroupActorCritic`.
         share_params: see :class:`GroupActorCritic`.
+        centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
+            (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
     Examples:
         >>> specs = [GroupSpec(group="agent", agent_names=("a", "b"), observation_dim=4, n_actions=3)]
@@ -333,12 +333,12 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
-        centralized_critic: bool | None = None,
         activation: Activation = "tanh",
         share_params: bool = False,
-        critic = critic_from_centralized(centralized_critic, critic, where="JointActorCritic")
+        centralized_critic: bool | None = None,
     ) -> None:
         super().__init__()
+        critic = critic_from_centralized(centralized_critic, critic, where="JointActorCritic")
         if not specs:
             raise UserError("JointActorCritic needs at least one agent group")
         self.groups = nn.ModuleDict(
@@ -371,9 +371,9 @@ class JointActorCritic(nn.Module):
         value_norm: bool = False,
         obs_norm: bool = False,
         init: WeightInit = "torch",
-        centralized_critic: bool | None = None,
         activation: Activation = "tanh",
         share_params: bool = False,
+        centralized_critic: bool | None = None,
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
         state critic is sized for the env's :data:`~marlplug.envs.state.STATE` (``make_env(...,
