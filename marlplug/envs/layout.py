@@ -18,6 +18,8 @@ from torchrl.envs import EnvBase
 
 from marlplug.errors import UserError
 
+#: The key inside a group where an env says which discrete actions are valid (TorchRL's name).
+ACTION_MASK = "action_mask"
 #: How an env takes a discrete action: an integer (``"index"``) or a one-hot vector; or a vector.
 ActionKind = Literal["index", "one_hot", "continuous"]
 
@@ -57,13 +59,17 @@ class GroupLayout:
     Discrete actions: ``n_actions`` choices per agent, taken by the env as integers or, with
     ``one_hot=True``, as one-hot vectors. Continuous actions (``continuous=True``): ``n_actions`` is
     the width of each agent's action vector, bounded by ``action_low`` and ``action_high`` (one entry
-    per dimension).
+    per dimension). ``action_mask``: the env writes ``(group, "action_mask")``, ``[n_agents,
+    n_actions]`` booleans that say which discrete actions are valid now (TorchRL's key; LBF's).
 
     Examples:
         >>> layout = GroupLayout(group="agent", agent_names=("agent_0", "agent_1"), observation_dim=18,
         ...                      n_actions=5)
         >>> layout.n_agents, layout.action_kind
         (2, 'index')
+        >>> GroupLayout(group="agent", agent_names=("a",), observation_dim=4, n_actions=2,
+        ...             action_mask=True).action_mask
+        True
         >>> GroupLayout(group="agent", agent_names=("a",), observation_dim=4, n_actions=2,
         ...             continuous=True, action_low=(-1.0, 0.0), action_high=(1.0, 2.0)).agents[0].high
         2.0
@@ -77,6 +83,7 @@ class GroupLayout:
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
     one_hot: bool = False
+    action_mask: bool = False
 
     def __post_init__(self) -> None:
         if self.continuous and not (
@@ -88,6 +95,11 @@ class GroupLayout:
             )
         if self.continuous and self.one_hot:
             raise UserError(f"group '{self.group}': actions are either continuous or one-hot")
+        if self.continuous and self.action_mask:
+            raise UserError(
+                f"group '{self.group}': an action_mask needs discrete actions; this group's are "
+                f"continuous ({self.n_actions}-dimensional)"
+            )
 
     @property
     def n_agents(self) -> int:
@@ -179,6 +191,23 @@ def _bounds(values: torch.Tensor, group: str, what: str) -> tuple[float, ...]:
     return tuple(float(v) for v in per_dimension[0])
 
 
+def _has_action_mask(
+    env: EnvBase, group: str, n_agents: int, n_actions: int, continuous: bool
+) -> bool:
+    """Whether ``group`` has an ``action_mask`` observation, checked to be one boolean per agent and
+    discrete action (a mask of another shape would silently mask the wrong actions; a continuous
+    group's mask is refused by :class:`GroupLayout`)."""
+    mask_spec = env.observation_spec.get((group, ACTION_MASK), None)
+    if mask_spec is None:
+        return False
+    if not continuous and tuple(mask_spec.shape[-2:]) != (n_agents, n_actions):
+        raise UserError(
+            f"group '{group}': action_mask of shape {tuple(mask_spec.shape)}; expected one entry "
+            f"per agent and action, (..., {n_agents}, {n_actions})"
+        )
+    return True
+
+
 def _group_layout(env: EnvBase, group: str, names: Sequence[str]) -> GroupLayout:
     observation_dim = int(env.observation_spec[group, "observation"].shape[-1])
     action_spec = env.full_action_spec[group, "action"]
@@ -207,6 +236,7 @@ def _group_layout(env: EnvBase, group: str, names: Sequence[str]) -> GroupLayout
         action_low=action_low,
         action_high=action_high,
         one_hot=one_hot,
+        action_mask=_has_action_mask(env, group, len(names), n_actions, continuous),
     )
 
 
@@ -215,7 +245,8 @@ def read_layout(env: EnvBase) -> EnvLayout:
 
     Raises:
         UserError: the env has no ``group_map``, or a group's actions are neither categorical nor
-            bounded continuous, or its agents' action bounds differ.
+            bounded continuous, or its agents' action bounds differ, or its ``action_mask`` is
+            not one boolean per agent and discrete action.
     """
     group_map: Mapping[str, Sequence[str]] | None = getattr(env, "group_map", None)
     if not group_map:

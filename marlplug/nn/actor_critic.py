@@ -18,7 +18,6 @@ from tensordict.nn import (
     TensorDictSequential,
 )
 from torch import nn
-from torch.distributions import Categorical
 from torchrl.envs import EnvBase
 from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
 
@@ -27,7 +26,7 @@ from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.envs.state import STATE
 from marlplug.errors import UserError
 from marlplug.nn.obs_norm import ObservationNormalized, ObservationNormalizer
-from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
+from marlplug.nn.rollout_policy import CategoricalRolloutPolicy, categorical_distribution
 from marlplug.nn.stacked import StackedLinear, StackedMLP
 from marlplug.nn.value_norm import ValueNormalizer
 
@@ -106,8 +105,9 @@ def critic_from_centralized(
 class GroupActorCritic(nn.Module):
     """One group's encoder, policy head and critic, all stacked over its agents.
 
-    Discrete actions get a categorical head; continuous ones (``spec.continuous``) a TanhNormal over
-    the env's action bounds. :attr:`actor` is the ``ProbabilisticActor`` the loss uses (it writes the
+    Discrete actions get a categorical head, over the valid actions only where the env writes an
+    ``action_mask`` (``spec.action_mask``: TorchRL's ``MaskedCategorical``); continuous ones
+    (``spec.continuous``) a TanhNormal over the env's action bounds. :attr:`actor` is the ``ProbabilisticActor`` the loss uses (it writes the
     encoder features on the way); :attr:`rollout_policy` is what the collector runs: the same
     networks, and for discrete actions a lean :class:`CategoricalRolloutPolicy` without the
     per-step wrapper overhead.
@@ -234,15 +234,13 @@ class GroupActorCritic(nn.Module):
             )
             self.actor = ProbabilisticActor(
                 TensorDictSequential(self.encoder, self.policy_head),
-                in_keys={"logits": (group, LOGITS)},
+                **categorical_distribution(group, masked=spec.action_mask),
                 out_keys=[(group, ACTION)],
-                distribution_class=Categorical,
-                distribution_kwargs={"validate_args": False},
                 return_log_prob=True,
                 log_prob_key=(group, ACTION_LOG_PROB),
             )
             self.rollout_policy = CategoricalRolloutPolicy(
-                self.encoder.module, self.policy_head.module, group=group
+                self.encoder.module, self.policy_head.module, group=group, masked=spec.action_mask
             )
         value_net = StackedMLP(
             n_agents=spec.n_agents,
