@@ -15,8 +15,14 @@ from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marlplug.config import MarlplugConfig, apply_override, read_config_file, validate_options
-from marlplug.envs import make_env, rollout_frames
+from marlplug.config import (
+    MarlplugConfig,
+    apply_override,
+    read_config_file,
+    validate_options,
+    with_run_defaults,
+)
+from marlplug.envs import get_scenario, make_env, rollout_frames
 from marlplug.envs.render import Policy
 from marlplug.errors import UserError
 
@@ -75,7 +81,10 @@ def render(
             f"as '{config.env.backend}')",
             err=True,
         )
-    env = make_env(config.env.name, backend="mpe", seed=config.seed, **config.env.raw_options)
+    # The options a run of this config trains with (its run defaults too: nearest first).
+    scenario = get_scenario(config.env.name, backend="mpe")
+    options = with_run_defaults(scenario.Options, config.env.raw_options)
+    env = make_env(config.env.name, backend="mpe", seed=config.seed, **options)
     policy: Policy | None = None
     actions = "random actions"
     if checkpoint is not None:

@@ -25,6 +25,7 @@ from marlplug.config.resolve import (
     resolved_dict,
     validate_components,
     validate_options,
+    with_run_defaults,
 )
 from marlplug.config.schema import (
     MAX_LEARNERS,
@@ -68,4 +69,5 @@ __all__ = [
     "resolved_dict",
     "validate_components",
     "validate_options",
+    "with_run_defaults",
 ]

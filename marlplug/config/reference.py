@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 
 from pydantic import BaseModel
@@ -50,8 +50,11 @@ def _type_name(annotation: object) -> str:
 def _default(info: FieldInfo) -> str:
     if info.default is PydanticUndefined:
         return "required" if info.default_factory is None else "(see below)"
-    value = str(info.default) if isinstance(info.default, PurePath) else repr(info.default)
-    return f"`{value}`"
+    return _shown(info.default)
+
+
+def _shown(value: object) -> str:
+    return f"`{value if isinstance(value, PurePath) else repr(value)}`"
 
 
 def _describe(info: FieldInfo) -> str:
@@ -71,14 +74,18 @@ def _describe(info: FieldInfo) -> str:
 
 
 def fields_table(model: type[BaseModel], skip: Iterable[str] = ()) -> list[str]:
-    """A Markdown table of ``model``'s fields: name, type, default, description."""
+    """A Markdown table of ``model``'s fields: name, type, default, description. The default is a
+    config's: a run default (:attr:`~marlplug.options.Options.run_defaults`) where the options
+    declare one, with the field's own (what the component builds from Python) beside it."""
     rows = ["| field | type | default | description |", "|---|---|---|---|"]
+    run_defaults: Mapping[str, object] = getattr(model, "run_defaults", {})
     for name, info in model.model_fields.items():
         if name in skip:
             continue
-        rows.append(
-            f"| `{name}` | {_type_name(info.annotation)} | {_default(info)} | {_describe(info)} |"
-        )
+        default = _default(info)
+        if name in run_defaults:
+            default = f"{_shown(run_defaults[name])} (from Python: {default})"
+        rows.append(f"| `{name}` | {_type_name(info.annotation)} | {default} | {_describe(info)} |")
     return rows if len(rows) > 2 else ["(no options)"]
 
 

@@ -58,10 +58,27 @@ def validate_components(config: MarlplugConfig) -> MarlplugConfig:
     for kind, spec, key, loc in specs:
         component = registries[kind].get_component(key, field=format_loc([*loc, "name"]))
         options_model: type[BaseModel] = getattr(component, "Options", Options)
-        spec._options = validate_options(
-            options_model, spec.raw_options, loc, owner=f"{kind} '{spec.name}'"
-        )
+        values = with_run_defaults(options_model, spec.raw_options)
+        spec._options = validate_options(options_model, values, loc, owner=f"{kind} '{spec.name}'")
     return config
+
+
+def with_run_defaults(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with the options' :attr:`~marlplug.options.Options.run_defaults` filled in where
+    they leave a field out: what a run's config starts from.
+
+    Example:
+        >>> class ScenarioOptions(Options):
+        ...     agents: int = 3
+        ...     entity_order: str = "world"
+        >>> ScenarioOptions.run_defaults = {"entity_order": "nearest"}
+        >>> with_run_defaults(ScenarioOptions, {"agents": 8})
+        {'entity_order': 'nearest', 'agents': 8}
+        >>> with_run_defaults(ScenarioOptions, {"entity_order": "world"})
+        {'entity_order': 'world'}
+    """
+    run_defaults: Mapping[str, Any] = getattr(model, "run_defaults", {})
+    return {**run_defaults, **values}
 
 
 #: The sections whose component ``--set <section>.name=...`` can replace, and their specs.

@@ -169,7 +169,12 @@ def test_rollouts_are_a_function_of_theta_and_the_iteration() -> None:
             "env": {"name": "cooperative_navigation", "agents": 2},
             "algorithm": {"name": "ppo", "hidden_size": 8, "feature_dim": 4},
             "losses": [{"name": "clip_ppo"}],
-            "train": {"rollout_steps": 10, "minibatch_size": 5, "n_epochs": 2},
+            "train": {
+                "rollout_steps": 10,
+                "minibatch_size": 5,
+                "n_epochs": 2,
+                "iterate_all_minibatches": False,
+            },
         }
     )
     env = make_env("cooperative_navigation", agents=2, seed=0)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -176,10 +178,12 @@ def test_cli_prints_one_line_and_exits_2_for_any_unknown_name(
 
 @pytest.mark.usefixtures("discrete_only")
 def test_another_env_on_the_command_line_leaves_out_what_only_the_file_env_takes(
-    run_cli: Callable[..., Any],
+    run_cli: Callable[..., Any], tmp_path: Path
 ) -> None:
-    # The packaged default lists entities nearest first; this plugin scenario lists none.
-    swap = ["--set", "env.name=discrete_only_spread"]
+    # This file lists entities nearest first; this plugin scenario lists none.
+    config = tmp_path / "nearest.yaml"
+    config.write_text("env: {name: cooperative_navigation, entity_order: nearest}\n")
+    swap = [str(config), "--set", "env.name=discrete_only_spread"]
     with pytest.warns(ConfigWarning) as caught:
         result = run_cli("config", "show", *swap)
     assert result.exit_code == 0, result.err
@@ -188,6 +192,12 @@ def test_another_env_on_the_command_line_leaves_out_what_only_the_file_env_takes
         "(it came with the config file's env 'cooperative_navigation')"
     ]
     assert "discrete_only_spread" in result.out and "entity_order" not in result.out
+    # Nearest first is a run default of the scenarios that take it, not a field of the packaged
+    # default: swapping its env leaves nothing out.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bare = run_cli("config", "show", "--set", "env.name=discrete_only_spread")
+    assert bare.exit_code == 0 and "entity_order" not in bare.out, bare.err
     # Given on the command line, the field is the user's: still refused, naming it.
     refused = run_cli("config", "show", *swap, "--set", "env.entity_order=nearest")
     assert refused.exit_code == 2

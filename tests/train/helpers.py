@@ -8,6 +8,7 @@ SMALL_RUN = [
     "train.rollout_steps=50",
     "train.minibatch_size=25",
     "train.n_epochs=1",
+    "train.iterate_all_minibatches=false",  # one minibatch per epoch: one round per iteration
     "algorithm.hidden_size=16",
     "algorithm.feature_dim=8",
     "logging.progress=false",
