@@ -14,6 +14,8 @@ from tensordict import TensorDictBase
 PER_AGENT_TERMS = ("policy_loss", "value_loss", "entropy")
 #: The joint loss's sums over agents of the per-agent terms (checked per agent instead).
 _PPO_SUMS = frozenset({"loss_objective", "loss_critic", "loss_entropy"})
+#: Where the joint loss writes each aux loss's diagnostics: ``(AUX_STATS, <loss>, <stat>)``.
+AUX_STATS = "aux_stats"
 
 
 def nonfinite_masks(
@@ -64,9 +66,9 @@ def loss_stats(
     losses: TensorDictBase, groups: Sequence[str], index: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """The loss output as stats: each per-agent diagnostic of the groups under its own name for the
-    agents ``index`` (logged as ``<agent>/<name>``, e.g. ``agent_0/entropy``), and every joint
+    agents ``index`` (logged as ``<agent>/<name>``, e.g. ``agent_0/entropy``), every joint
     one-element entry as a 0-d tensor (``a/b`` for nested keys; ``mean_<name>`` where a per-agent
-    diagnostic has the name)."""
+    diagnostic has the name) and every aux loss's diagnostics (:func:`aux_diagnostic_stats`)."""
     out = {}
     per_group = [losses.get(group) for group in groups]
     for name in per_group[0].keys():  # noqa: SIM118 (a TensorDict iterates over its batch)
@@ -75,7 +77,44 @@ def loss_stats(
             out[name] = joined.index_select(0, index)
     for key, value in losses.items(include_nested=True, leaves_only=True):
         parts = (key,) if isinstance(key, str) else tuple(key)
-        if parts[0] not in groups and value.numel() == 1:
+        if parts[0] not in groups and parts[0] != AUX_STATS and value.numel() == 1:
             name = "/".join(parts)
             out[f"mean_{name}" if name in out else name] = value.detach().reshape(())
+    num_agents = sum(int(td.batch_size[0]) for td in per_group)
+    out.update(aux_diagnostic_stats(losses, num_agents, index))
+    return out
+
+
+def aux_diagnostic_stats(
+    losses: TensorDictBase, num_agents: int, index: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Each aux loss's ``diagnostics()`` (``(AUX_STATS, <loss>, <stat>)`` in the loss output) as
+    stats named under the loss: ``aux_stats/<loss>/<stat>`` (0-d: the value, or the mean of its
+    values); a 1-D diagnostic with one value per agent (in the order of the features the loss
+    received) also per agent, for the agents ``index`` (logged as ``<agent>/aux_stats/<loss>/<stat>``).
+
+    Every agent's features are in one forward pass, so the values do not depend on which agents
+    an update steps: any coded learner's are the round's.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> losses = TensorDict({"aux_stats": {"scale": {"rms": torch.tensor([1.0, 3.0]),
+        ...                                              "dead": torch.tensor(2)}}}, [])
+        >>> stats = aux_diagnostic_stats(losses, 2, torch.tensor([1]))
+        >>> {name: value.tolist() for name, value in stats.items()}
+        {'aux_stats/scale/rms': [3.0], 'mean_aux_stats/scale/rms': 2.0, 'aux_stats/scale/dead': 2}
+    """
+    out: dict[str, torch.Tensor] = {}
+    if AUX_STATS not in losses.keys():  # noqa: SIM118 - a TensorDict's top-level keys
+        return out
+    for key, value in losses.get(AUX_STATS).items(include_nested=True, leaves_only=True):
+        name = "/".join((AUX_STATS, *((key,) if isinstance(key, str) else key)))
+        value = value.detach()
+        if value.numel() == 1:
+            out[name] = value.reshape(())
+            continue
+        if value.dim() == 1 and value.shape[0] == num_agents:
+            out[name] = value.index_select(0, index)
+            name = f"mean_{name}"
+        out[name] = value.to(torch.float64).mean()
     return out
