@@ -41,7 +41,16 @@ def kept_checkpoint(checkpoint: Path) -> str:
 
 
 def load_run_config(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> MarlplugConfig:
-    """The config a run was started with (``RUN_DIR/config.yaml``), plus overrides."""
+    """The config a run was started with (``RUN_DIR/config.yaml``), plus overrides.
+
+    Raises:
+        UserError: one line for ``--resume``: ``run_dir`` does not exist, is a file, or holds no
+            ``config.yaml``.
+    """
+    if not run_dir.exists():
+        raise UserError(f"--resume: {run_dir} does not exist; give the folder of a run to continue")
+    if not run_dir.is_dir():
+        raise UserError(f"--resume: {run_dir} is a file, not a run folder")
     path = run_dir / CONFIG_NAME
     if not path.is_file():
         raise UserError(f"--resume: {run_dir} is not a run folder (no {CONFIG_NAME})")

@@ -299,6 +299,22 @@ def test_train_refuses_a_bad_value_before_any_work(
     assert not (tmp_path / "runs").exists()
 
 
+def test_resume_says_what_is_wrong_with_the_folder(
+    run_cli: Callable[..., object], tmp_path: Path
+) -> None:
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "empty").mkdir()
+    for name, expected in [
+        ("absent", "does not exist; give the folder of a run to continue"),
+        ("a_file", "is a file, not a run folder"),
+        ("empty", "is not a run folder (no config.yaml)"),
+    ]:
+        result = run_cli("train", "--resume", str(tmp_path / name))
+        assert result.exit_code == 2, name  # type: ignore[attr-defined]
+        assert result.err.strip() == f"error: --resume: {tmp_path / name} {expected}"  # type: ignore[attr-defined]
+    assert not (tmp_path / "absent").exists()
+
+
 def test_setting_that_does_nothing_is_one_warning_line(tmp_path: Path) -> None:
     """A real process: pytest would capture the warning before the CLI prints it."""
     path = tmp_path / "run.yaml"
