@@ -29,13 +29,24 @@ if [[ $force == 0 && -x .venv/bin/python && -f $stamp && "$(cat "$stamp")" == "$
     exit 0
 fi
 
+# pip stays quiet (-q); one line per step on stderr says what the next minutes are spent on.
+step() { echo "set-up: $*" >&2; }
+
+step "creating .venv"
 python3 -m venv .venv
 rm -f "$stamp" # a set-up that stops half-way must not look current
 . .venv/bin/activate
+step "upgrading pip"
 pip install -q --upgrade pip
-pip install -q --retries 2 torch==2.13.0 --index-url "${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
-pip install -q -e ".[test,docs,ray,vmas,tensorboard,wandb,mlflow,stats,sisl,magent2,lbf,rware]"
+torch_index=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
+step "installing torch 2.13.0 (CPU) from $torch_index (the largest download: minutes)"
+pip install -q --retries 2 torch==2.13.0 --index-url "$torch_index"
+extras=test,docs,ray,vmas,tensorboard,wandb,mlflow,stats,sisl,magent2,lbf,rware
+step "installing marlplug with its extras ($extras)"
+pip install -q -e ".[$extras]"
 for plugin in plugins/*/; do
+    step "installing plugin $(basename "$plugin")"
     pip install -q -e "$plugin"
 done
 echo "$wanted" >"$stamp"
+step "done; activate the environment with: . .venv/bin/activate"
