@@ -21,6 +21,7 @@ from torchrl.data import Composite
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import RandomPolicy
 
+from marlplug.envs.layout import ACTION_MASK
 from marlplug.errors import UserError
 
 #: A policy: reads a TensorDict, writes each group's ``action`` into it and returns it.
@@ -142,8 +143,37 @@ class ScriptedSpread:
 SCRIPTED_SCENARIOS = frozenset({"cooperative_navigation"})
 
 
+class MaskedRandomPolicy:
+    """Uniform random actions, among the valid ones for the groups ``masked`` whose ``action_mask``
+    the env writes (LBF's): the random reference of an env with masks is what an agent that may
+    only take valid actions gets by chance.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("Foraging-8x8-2p-2f-coop-v3", backend="gymnasium", seed=0)
+        >>> rollout = env.rollout(50, random_policy(env))
+        >>> valid = rollout["agent", "action_mask"].gather(-1, rollout["agent", "action"][..., None])
+        >>> bool(valid.all())
+        True
+    """
+
+    def __init__(self, spec: Composite, masked: list[str]) -> None:
+        self.randomize = RandomPolicy(spec)
+        self.masked = masked
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        tensordict = self.randomize(tensordict)
+        for group in self.masked:
+            valid = tensordict.get((group, ACTION_MASK))
+            weights = valid.reshape(-1, valid.shape[-1]).to(torch.float32)
+            action = torch.multinomial(weights, 1).reshape(valid.shape[:-1])
+            tensordict.set((group, "action"), action)
+        return tensordict
+
+
 def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
-    """Uniform random actions from ``env``'s action spec (any scenario), drawn from torch's RNG.
+    """Uniform random actions from ``env``'s action spec (any scenario), drawn from torch's RNG;
+    among the valid actions only where a group has an ``action_mask`` (:class:`MaskedRandomPolicy`).
 
     Example:
         >>> from marlplug.envs import make_env
@@ -152,6 +182,12 @@ def random_policy(env: EnvBase, *, scenario: str = "") -> Policy:
         torch.Size([2, 1])
     """
     del scenario  # any scenario
+    observations = env.observation_spec.keys(include_nested=True)
+    masked = [
+        group for group in getattr(env, "group_map", {}) if (group, ACTION_MASK) in observations
+    ]
+    if masked:
+        return MaskedRandomPolicy(env.full_action_spec, masked)
     return RandomPolicy(env.full_action_spec)
 
 
