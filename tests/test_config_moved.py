@@ -33,8 +33,9 @@ def test_the_old_entry_loads_as_the_new_spelling_with_one_warning() -> None:
     with pytest.warns(ConfigWarning) as caught:
         old = load_config(data=OLD)
     assert [str(w.message) for w in caught] == [
-        "losses[0]: 'clip_ppo' is deprecated; its settings are algorithm options now "
-        "(algorithm: {name: ppo, clip_range: ..., vf_coef: ...}); remove it from losses"
+        "losses[0]: 'clip_ppo' is deprecated (removed in marlplug 0.3.0); its settings are "
+        "algorithm options now (algorithm: {name: ppo, clip_range: ..., vf_coef: ...}); remove it "
+        "from losses"
     ]
     new = _load_quietly(NEW)
     assert resolved_dict(old) == resolved_dict(new)

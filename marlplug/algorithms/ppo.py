@@ -29,6 +29,7 @@ from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.ppo_options import PPOLossOptions
 from marlplug.nn.actor_critic import (
+    CENTRALIZED_CRITIC_REMOVED_IN,
     Activation,
     CriticInput,
     JointActorCritic,
@@ -165,7 +166,10 @@ class PPO:
                     "centralized_critic", "centralized_critic is now critic: joint | state | local"
                 )
             data["critic"] = "joint" if centralized else "local"
-            warn(f"algorithm.centralized_critic is now algorithm.critic: {data['critic']}")
+            warn(
+                f"algorithm.centralized_critic is now algorithm.critic: {data['critic']} (the old "
+                f"spelling is removed in marlplug {CENTRALIZED_CRITIC_REMOVED_IN})"
+            )
             return data
 
         @field_validator("obs_norm")

@@ -19,6 +19,9 @@ from marlplug.config.schema import ComponentSpec, MarlplugConfig
 from marlplug.errors import ConfigError
 from marlplug.registry import Registry
 
+#: The release that no longer reads moved loss entries (CHANGELOG.md, "Deprecation policy").
+MOVED_REMOVED_IN = "0.3.0"
+
 
 def moved_to_algorithm(registry: Registry, spec: ComponentSpec) -> str | None:
     """What to write instead of the loss entry ``spec``, or ``None`` for a loss of its own."""
@@ -68,7 +71,7 @@ def move_settings_to_algorithm(config: MarlplugConfig, registry: Registry) -> No
             }
             algorithm._options = type(algorithm.options).model_validate(merged)
         warn(
-            f"{where}: '{spec.name}' is deprecated; its settings are algorithm options now "
-            f"({instead}); remove it from losses"
+            f"{where}: '{spec.name}' is deprecated (removed in marlplug {MOVED_REMOVED_IN}); its "
+            f"settings are algorithm options now ({instead}); remove it from losses"
         )
     config.losses = kept

@@ -88,7 +88,10 @@ def test_bad_critic_options_are_one_line_errors(run_cli: Callable[..., Any]) -> 
 
 @pytest.mark.parametrize(("centralized", "critic"), [(True, "joint"), (False, "local")])
 def test_centralized_critic_is_still_read_with_a_warning(centralized: bool, critic: str) -> None:
-    with pytest.warns(ConfigWarning, match="now algorithm.critic"):
+    with pytest.warns(
+        ConfigWarning,
+        match=r"now algorithm.critic: \w+ \(the old spelling is removed in marlplug 0\.3\.0\)",
+    ):
         config = load_config(data={"algorithm": {"name": "ppo", "centralized_critic": centralized}})
     assert config.algorithm.options.critic == critic
 
