@@ -11,7 +11,8 @@ fresh temporary working directory per page:
   (``pip``, ``bash scripts/...``, ``cd``) are set-up that CI itself exercises, and are not run. In a
   console block, the lines under a command are its output: when the first one starts with
   ``error:``, the command must exit with status 2 and print that line on stderr; otherwise it must
-  exit 0.
+  exit 0, and a cheap command must print every output line the page shows, in that order (a line
+  ``...`` stands for lines left out), so a sample such as ``config show``'s cannot go stale.
 - Cheap commands (``--help``, ``plugins``, ``config show``, ``codes analyze``, ...) run as printed.
   Training, rendering and benchmarks (:data:`EXPENSIVE`) need small sizes: an HTML comment on the
   line before the block, ``<!-- doc-test: --set train.updates=1 ... -->``, gives arguments that are
@@ -134,6 +135,20 @@ def shell_commands(block: Block) -> Iterator[Command]:
         yield Command(shlex.split(line, comments=True), [text for text in output if text.strip()])
 
 
+def shows_printed_output(shown: list[str], printed: str) -> bool:
+    """Whether every line of ``shown`` but ``...`` is a line of ``printed``, in the same order.
+
+    Example:
+        >>> shows_printed_output(["seed: 2", "  ...", "  agents: 6"], "seed: 2\\nenv:\\n  agents: 6\\n")
+        True
+        >>> shows_printed_output(["  agents: 6", "seed: 2"], "seed: 2\\nenv:\\n  agents: 6\\n")
+        False
+    """
+    printed_lines = iter(line.rstrip() for line in printed.splitlines())
+    wanted = [line.rstrip() for line in shown if line.strip() != "..."]
+    return all(any(line == want for line in printed_lines) for want in wanted)
+
+
 def run_shell_block(block: Block, capsys: pytest.CaptureFixture[str]) -> None:
     extra = shlex.split(block.directive) if block.directive else []
     for command in shell_commands(block):
@@ -165,6 +180,12 @@ def run_shell_block(block: Block, capsys: pytest.CaptureFixture[str]) -> None:
             )
         else:
             assert status == 0, f"{block.where}: '{shown}' exited {status}: {captured.err[-2000:]}"
+            # Training output depends on the sizes the directive shrank: only cheap commands' is checked.
+            if command.output and subcommand not in EXPENSIVE:
+                assert shows_printed_output(command.output, captured.out), (
+                    f"{block.where}: '{shown}' printed:\n{captured.out[-3000:]}\n"
+                    "which lacks, in order, the output the page shows under it"
+                )
 
 
 def run_python_block(block: Block, module: types.ModuleType) -> None:

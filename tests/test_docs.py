@@ -5,12 +5,13 @@ configuration reference is exactly what the schemas generate, and the pages keep
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import pytest
 
 from marlplug import hookspecs
-from marlplug.config.reference import render_reference
+from marlplug.config.reference import reference_pages, render_reference
 from marlplug.plugins import PluginManager
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,11 +42,11 @@ def test_every_hook_is_documented_with_its_signature(hook: str) -> None:
 
 def test_configuration_reference_is_generated_from_the_schemas() -> None:
     manager = PluginManager.from_entry_points(strict=False, disabled=set())
-    expected = render_reference(manager, distributions={"marlplug"})
-    actual = (DOCS / "reference" / "config.md").read_text()
-    assert actual == expected, (
-        "run: marlplug config reference --builtins-only > docs/reference/config.md"
-    )
+    expected = reference_pages(render_reference(manager, distributions={"marlplug"}))
+    for name, text in expected.items():
+        assert (DOCS / "reference" / name).read_text() == text, (
+            "run: marlplug config reference --builtins-only --out docs/reference"
+        )
 
 
 def test_pages_stay_short() -> None:
@@ -58,6 +59,14 @@ def test_pages_stay_short() -> None:
     assert not long_pages, (
         f"pages over {MAX_PAGE_LINES} lines (split them, or move history to docs/notes/): {long_pages}"
     )
+
+
+def test_readme_links_resolve() -> None:
+    """The README is read on the forge, outside the docs site's --strict build: check its links here."""
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    missing = [target for target in targets if "://" not in target and not (ROOT / target).exists()]
+    assert targets and not missing, f"README.md links to missing files: {missing}"
 
 
 def test_readme_stays_short() -> None:

@@ -37,12 +37,28 @@ def check(path: str, overrides: tuple[str, ...]) -> None:
 @click.option(
     "--builtins-only",
     is_flag=True,
-    help="Only marlplug's own components (how docs/reference/config.md is generated).",
+    help="Only marlplug's own components (how the docs' reference pages are generated).",
 )
-def reference(builtins_only: bool) -> None:
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, writable=True),
+    help="Write the reference as the docs' pages into this folder (config.md, and config-envs.md "
+    "for the environments) instead of printing it: --builtins-only --out docs/reference.",
+)
+def reference(builtins_only: bool, out: str | None) -> None:
     """Print the configuration reference (Markdown) of marlplug and every installed plugin."""
-    from marlplug.config.reference import BUILTIN_DISTRIBUTION, render_reference
+    from pathlib import Path
+
+    from marlplug.config.reference import BUILTIN_DISTRIBUTION, reference_pages, render_reference
     from marlplug.plugins import get_plugin_manager
 
     distributions = {BUILTIN_DISTRIBUTION} if builtins_only else None
-    click.echo(render_reference(get_plugin_manager(), distributions=distributions), nl=False)
+    text = render_reference(get_plugin_manager(), distributions=distributions)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, page in reference_pages(text).items():
+        (folder / name).write_text(page)
+        click.echo(f"wrote {folder / name}")

@@ -1,5 +1,5 @@
 """``marlplug config reference`` lists installed and in-process plugins' components by default;
-``--builtins-only`` gives exactly docs/reference/config.md."""
+``--builtins-only --out`` writes exactly the docs' pages (docs/reference/config.md and config-envs.md)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,17 @@ def test_installed_and_registered_plugins_are_listed(run_cli: Callable[..., Any]
     assert "### `vmas/keep_away`" in result.out
 
 
-def test_builtins_only_is_the_generated_doc(run_cli: Callable[..., Any]) -> None:
+def test_builtins_only_is_the_generated_doc(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     result = run_cli("config", "reference", "--builtins-only")
     assert result.exit_code == 0
-    assert result.out == (DOCS / "reference" / "config.md").read_text()
     assert "### `cka`" not in result.out and "From the plugin" not in result.out
+    written = run_cli("config", "reference", "--builtins-only", "--out", str(tmp_path))
+    assert written.exit_code == 0
+    pages = sorted(path.name for path in tmp_path.iterdir())
+    assert pages == ["config-envs.md", "config.md"]
+    for name in pages:
+        assert (tmp_path / name).read_text() == (DOCS / "reference" / name).read_text(), name
+    # The two pages hold the printed reference, every component once.
+    both = "".join((tmp_path / name).read_text() for name in pages)
+    for heading in (line for line in result.out.splitlines() if line.startswith("### ")):
+        assert both.count(heading + "\n") == 1, heading
