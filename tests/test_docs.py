@@ -4,6 +4,7 @@ configuration reference is exactly what the schemas generate, and the pages keep
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
 from pathlib import Path
@@ -72,3 +73,14 @@ def test_readme_links_resolve() -> None:
 def test_readme_stays_short() -> None:
     lines = len((ROOT / "README.md").read_text().splitlines())
     assert lines <= MAX_README_LINES, f"README.md has {lines} lines; the docs site holds the rest"
+
+
+def test_api_pages_show_sphinx_roles_as_code() -> None:
+    """The griffe extension mkdocs.yml loads for the API pages (docs/_ext/sphinx_roles.py)."""
+    pytest.importorskip("griffe")  # the docs extra
+    spec = importlib.util.spec_from_file_location("sphinx_roles", DOCS / "_ext" / "sphinx_roles.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "see :meth:`~marlplug.losses.JointPPOLoss.agent_losses` and :data:`MAIN_PAGE`."
+    assert module.roles_as_code(text) == "see `agent_losses` and `MAIN_PAGE`."
