@@ -22,7 +22,6 @@ from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg_options import MaddpgOptions
     from marlplug.config import MarlplugConfig
 
 #: Separate the env's per-episode seeds and the minibatch sampler from every other stream derived
@@ -31,11 +30,29 @@ _EPISODE_SALT = 11
 _SAMPLER_SALT = 12
 
 
+class ReplayOptions(Protocol):
+    """The options the replay side reads (:class:`~marlplug.algorithms.maddpg_options.MaddpgOptions`
+    has them, and so does any off-policy algorithm's)."""
+
+    @property
+    def minibatch_size(self) -> int: ...
+    @property
+    def buffer_size(self) -> int: ...
+    @property
+    def episode_length(self) -> int: ...
+    @property
+    def steps_per_iteration(self) -> int: ...
+    @property
+    def learning_starts(self) -> int: ...
+
+
 class Acting(FlatActing, Protocol):
     """What the collector needs of a program: its agents, options and (``act``, ``env_scale``) policy."""
 
     agents: list[AgentSpace]
-    options: MaddpgOptions
+
+    @property
+    def options(self) -> ReplayOptions: ...
 
 
 class ExperienceCollector:
