@@ -11,6 +11,9 @@
   its options, :mod:`~marlplug.algorithms.maddpg_program` its update,
   :mod:`~marlplug.algorithms.maddpg_actions` the update's action sampling (Gumbel noise, target and
   policy actions).
+- ``iddpg`` (:mod:`~marlplug.algorithms.iddpg`): MADDPG with local critics by default.
+- :mod:`~marlplug.algorithms.q`: the value-based family (``iql``), per-agent Q-networks with
+  replay, target networks and epsilon-greedy exploration.
 - :mod:`~marlplug.algorithms.maddpg_data`: the off-policy replay buffer and
   :class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`, the rollout source of every program
   that can act (MADDPG, plugins).

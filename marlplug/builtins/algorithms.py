@@ -11,9 +11,10 @@ from marlplug.hookspecs import hookimpl
 @hookimpl
 def marlplug_algorithms() -> Mapping[str, Any]:
     """``ppo``: joint multi-agent PPO; ``maddpg``: MADDPG as in the coded-MARL paper; ``iddpg``:
-    MADDPG with independent (local) critics."""
+    MADDPG with independent (local) critics; ``iql``: independent Q-learning."""
     return {
         "ppo": "marlplug.algorithms.ppo:PPO",
         "maddpg": "marlplug.algorithms.maddpg:MADDPG",
         "iddpg": "marlplug.algorithms.iddpg:IDDPG",
+        "iql": "marlplug.algorithms.q.iql:IQL",
     }

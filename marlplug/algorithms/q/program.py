@@ -1,0 +1,292 @@
+"""Q-learning's update rule ``U`` over per-agent rows (:class:`QProgram`): IQL without a mixer, VDN
+with TorchRL's ``VDNMixer`` summing the agents' chosen Q-values into one team TD target.
+
+Agent ``i``'s ``theta`` row holds its Q-network and target Q-network (one stacked MLP per agent,
+:mod:`marlplug.nn.functional`); its ``opt_state`` row Adam's moments and step count. The update draws
+no random numbers (the exploration is the rollouts'), so its ``seed`` is unused.
+
+Why not TorchRL's ``DQNLoss``: it holds its online and target parameters as its own
+``TensorDictParams``, reduces the TD error over every agent's elements at once (one sum whose rounding
+depends on which agents share the call, which would break coded == centralized bit for bit) and
+writes priorities into its input (no longer a pure function of the batch). The TD loss is three
+lines here, per agent, as the contract needs; the mixer is TorchRL's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from tensordict import TensorDictBase
+
+from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.spaces import AgentSpace, padded_dims
+from marlplug.algorithms.state_codec import StateCodec
+from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
+from marlplug.optim.adam import AdamSettings, adam
+from marlplug.optim.clip import clip_per_agent
+from marlplug.optim.sharing import group_mean_gradients
+from marlplug.seeding import agent_seed
+
+if TYPE_CHECKING:
+    from marlplug.algorithms.q.options import QOptions
+
+#: Batch keys every Q-learning minibatch carries (``[B, M, ...]``; the replay buffer's).
+BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+
+
+class QProgram:
+    """Per-agent Q-learning over ``theta``/``opt_state`` rows, for a fixed list of agents.
+
+    Observations and actions are zero-padded to the widest agent; a padded action is never chosen
+    (acting) nor bootstrapped from (the target's max).
+
+    Args:
+        options: the hyperparameters.
+        agents: the agents, in the env's flat order (discrete actions).
+        mixer: ``None`` for independent Q-learning (each agent's own reward and TD target), or a
+            TorchRL ``Mixer`` over all ``M`` agents (``VDNMixer``): the team's Q is the mixed
+            chosen Q-values, its target the mixed target maxima plus the summed reward. A mixer
+            couples every agent's gradient, so every call forwards all agents.
+
+    Examples:
+        >>> from marlplug.algorithms.q.options import QOptions
+        >>> agents = [AgentSpace(f"agent_{i}", "agent", obs_dim=6, action_dim=5, discrete=True)
+        ...           for i in range(3)]
+        >>> program = QProgram(QOptions(hidden_sizes=[8]), agents)
+        >>> theta, opt_state = program.init_state(seed=0)
+        >>> program.act(theta, torch.zeros(2, 3, 6), explore=False).shape  # one-hot [E, M, A]
+        torch.Size([2, 3, 5])
+    """
+
+    def __init__(
+        self,
+        options: QOptions,
+        agents: Sequence[AgentSpace],
+        *,
+        mixer: torch.nn.Module | None = None,
+    ) -> None:
+        self.options = options
+        self.agents = list(agents)
+        self.num_agents = len(self.agents)
+        self.mixer = mixer
+        self.obs_dim, self.action_dim = padded_dims(self.agents)
+        self.sizes = [self.obs_dim, *options.hidden_sizes, self.action_dim]
+        network = mlp_shapes("q", self.sizes)
+        theta = network + [("target_" + name, shape) for name, shape in network]
+        moments = [(f"adam_m.{name}", shape) for name, shape in network]
+        moments += [(f"adam_v.{name}", shape) for name, shape in network]
+        moments.append(("adam_step", ()))
+        self.theta_codec = StateCodec(theta)
+        self.opt_codec = StateCodec(moments)
+        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
+        self.codec = StateCodec(theta + moments)
+        self.theta_size = self.theta_codec.size
+        self.opt_state_size = self.opt_codec.size
+        self.adam = AdamSettings(lr=options.lr)
+        self._names = [name for name, _ in network]
+        self.action_mask = torch.stack(
+            [torch.arange(self.action_dim) < agent.action_dim for agent in self.agents]
+        )  # [M, A]
+        groups = list(dict.fromkeys(agent.group for agent in self.agents))
+        #: ``[M]`` each agent's group number, in ``group_map`` order.
+        self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
+
+    # ------------------------------------------------------------------ state
+
+    def init_state(self, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh ``(theta [M, P], opt_state [M, O])``: agent ``i``'s Q-network is drawn from
+        ``(seed, i)`` alone (with ``share_params``, from its group's first agent's), its target is
+        a copy and its Adam state zero."""
+        rows = []
+        for index in range(self.num_agents):
+            source = index
+            if self.options.share_params:
+                source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
+            generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
+            network = dict(zip(self._names, init_mlp(self.sizes, generator), strict=True))
+            state = {**network, **{"target_" + k: v.clone() for k, v in network.items()}}
+            state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in network.items()})
+            state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in network.items()})
+            state["adam_step"] = torch.zeros(())
+            rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
+        return self.split(torch.cat(rows))
+
+    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
+        return rows[:, : self.theta_size], rows[:, self.theta_size :]
+
+    # ------------------------------------------------------------------ acting
+
+    def q_values(self, theta_all: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
+        """Every agent's Q-values ``[E, M, A]`` for observations ``[E, M, O]`` (padded actions
+        included; ``theta_all`` columns after ``P`` are ignored)."""
+        state = self.theta_codec.unflatten(theta_all[:, : self.theta_size])
+        return stacked_mlp(obs.transpose(0, 1), [state[n] for n in self._names]).transpose(0, 1)
+
+    def act(
+        self,
+        theta_all: torch.Tensor,
+        obs: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        explore: bool = True,
+        epsilon: float | None = None,
+    ) -> torch.Tensor:
+        """One-hot actions ``[E, M, A]``: greedy in the Q-values, or with probability ``epsilon``
+        (default ``epsilon_end``; each agent and env copy on its own) a uniformly random valid one.
+
+        Exploring always draws the same amount of random numbers, so the stream does not depend
+        on ``epsilon``."""
+        with torch.no_grad():
+            mask = self.action_mask.unsqueeze(0)
+            choice = self.q_values(theta_all, obs).masked_fill(~mask, -torch.inf).argmax(-1)
+            if explore:
+                rate = self.options.epsilon_end if epsilon is None else epsilon
+                noise = torch.rand((*choice.shape, self.action_dim), generator=generator)
+                coin = torch.rand(choice.shape, generator=generator) < rate
+                random_choice = noise.masked_fill(~mask, -1.0).argmax(-1)
+                choice = torch.where(coin, random_choice, choice)
+            return torch.nn.functional.one_hot(choice, self.action_dim).to(obs.dtype)
+
+    def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
+        """The env's actions: the one-hot actions as they are (discrete only)."""
+        return actions
+
+    # ------------------------------------------------------------------ the update
+
+    def update(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        agents: Sequence[int],
+        seed: int,
+    ) -> AgentUpdate:
+        """``U`` for every agent in ``agents`` at once (any subset, any order); ``seed`` is unused.
+
+        Each agent's Q-network steps on the squared TD error against the target networks (its own
+        reward and target without a mixer; the team's with one), by per-agent clipping and Adam;
+        then the targets follow (Polyak or a periodic copy). A non-finite gradient norm leaves the
+        agent's rows as they were (``stepped`` false).
+
+        Args:
+            theta_all: ``[M, P]`` every agent's ``theta``.
+            opt_state: ``[M, O]`` every agent's Adam state.
+            batch: ``obs``/``next_obs`` ``[B, M, O]``, one-hot ``action`` ``[B, M, A]``,
+                ``reward`` and ``terminated`` ``[B, M]``.
+            agents: which agents to update.
+            seed: the round's seed (no random numbers are drawn).
+
+        Stats: ``td_loss`` (per agent; with a mixer the team's, a scalar), ``q_taken`` (mean Q of
+        the buffer's actions), ``grad_norm`` (before clipping), ``stepped`` and ``nonfinite``.
+        """
+        del seed
+        threads = torch.get_num_threads()
+        # With several threads torch splits reductions by tensor shape, so an agent's result would
+        # depend on which other agents share the call; one thread keeps every replica bit-identical.
+        torch.set_num_threads(1)
+        try:
+            rows, stats = self._update(theta_all, opt_state, batch, list(agents))
+        finally:
+            torch.set_num_threads(threads)
+        theta, opt = self.split(rows)
+        return AgentUpdate(theta=theta, opt_state=opt, stats=stats)
+
+    def _forwarded(self, agents: list[int]) -> list[int]:
+        """The agents whose Q-networks the loss must run for ``agents``' gradients: themselves,
+        their whole groups (``share_params``: the group's mean gradient), or all (a mixer)."""
+        if self.mixer is not None:
+            return list(range(self.num_agents))
+        if self.options.share_params:
+            groups = {int(self.group_of[agent]) for agent in agents}
+            return [i for i in range(self.num_agents) if int(self.group_of[i]) in groups]
+        return agents
+
+    def _update(
+        self,
+        theta_all: torch.Tensor,
+        opt_state: torch.Tensor,
+        batch: TensorDictBase,
+        agents: list[int],
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        options = self.options
+        forwarded = self._forwarded(agents)
+        index = torch.as_tensor(forwarded, dtype=torch.long)
+        rows = torch.cat([theta_all.index_select(0, index), opt_state.index_select(0, index)], 1)
+        state = self.codec.unflatten(rows)
+        params = [state[n].detach().requires_grad_(True) for n in self._names]
+
+        def per_agent(key: str) -> torch.Tensor:  # [F, B, ...] the forwarded agents' columns
+            return batch[key].transpose(0, 1).index_select(0, index)
+
+        q = stacked_mlp(per_agent("obs"), params)  # [F, B, A]
+        taken = q.gather(-1, per_agent("action").argmax(-1, keepdim=True)).squeeze(-1)  # [F, B]
+        with torch.no_grad():
+            next_q = stacked_mlp(per_agent("next_obs"), [state["target_" + n] for n in self._names])
+            valid = self.action_mask.index_select(0, index).unsqueeze(1)
+            best_next = next_q.masked_fill(~valid, -torch.inf).amax(-1)  # [F, B]
+            reward = per_agent("reward")
+            alive = 1.0 - per_agent("terminated").to(q.dtype)
+        if self.mixer is None:
+            td_target = reward + options.gamma * alive * best_next
+            td_loss = (taken - td_target).pow(2).mean(dim=1)  # [F]: one loss per agent
+            total = td_loss.sum()
+        else:
+            # The team's Q: the mixer over every agent's chosen value ([B, M, 1] -> [B, 1]).
+            team_q = self.mixer(taken.transpose(0, 1).unsqueeze(-1)).squeeze(-1)
+            with torch.no_grad():
+                team_next = self.mixer(best_next.transpose(0, 1).unsqueeze(-1)).squeeze(-1)
+                team_alive = alive.amin(0)  # the episode ends for the team when any agent's does
+                td_target = reward.sum(0) + options.gamma * team_alive * team_next
+            td_loss = (team_q - td_target).pow(2).mean()
+            total = td_loss
+        grads = list(torch.autograd.grad(total, params))
+        if options.share_params:
+            group = self.group_of.index_select(0, index)
+            for number in group.unique().tolist():
+                members = torch.nonzero(group == number).flatten()
+                means = group_mean_gradients([g.index_select(0, members) for g in grads])
+                grads = [g.index_copy(0, members, m) for g, m in zip(grads, means, strict=True)]
+        # Only the asked agents step (the forwarded rest only lent their Q-values or gradients).
+        position = torch.as_tensor([forwarded.index(agent) for agent in agents], dtype=torch.long)
+        own_rows = rows.index_select(0, position)
+        own = self.codec.unflatten(own_rows)
+        grads = [g.index_select(0, position) for g in grads]
+        clipped, norms, finite = clip_per_agent(grads, options.max_grad_norm)
+        # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
+        new_params, avgs, sqs, steps = adam(
+            [own[n] for n in self._names],
+            clipped,
+            [own["adam_m." + n] for n in self._names],
+            [own["adam_v." + n].clamp(min=0.0) for n in self._names],
+            own["adam_step"].round(),
+            finite,
+            settings=self.adam,
+        )
+        copy = (steps.round() % options.target_update_interval == 0) & finite
+        new_state: dict[str, torch.Tensor] = {"adam_step": steps}
+        for name, param, avg, sq in zip(self._names, new_params, avgs, sqs, strict=True):
+            target = own["target_" + name]
+            if options.target_update == "polyak":
+                new_target = target.lerp(param, options.tau)
+            else:
+                new_target = torch.where(copy.reshape(-1, *[1] * (param.dim() - 1)), param, target)
+            new_state[name] = param
+            new_state["target_" + name] = new_target
+            new_state["adam_m." + name] = avg
+            new_state["adam_v." + name] = sq
+        new_rows = self.codec.flatten(new_state)
+        if not bool(finite.all()):
+            new_rows = torch.where(finite.unsqueeze(1), new_rows, own_rows)
+        stats = {
+            "td_loss": td_loss.detach()
+            if self.mixer is not None
+            else td_loss.detach().index_select(0, position),
+            "q_taken": taken.detach().mean(dim=1).index_select(0, position),
+            "grad_norm": norms,
+            "stepped": finite,
+            "nonfinite": ~finite,
+        }
+        return new_rows, stats
