@@ -11,10 +11,12 @@ from marlplug.hookspecs import hookimpl
 @hookimpl
 def marlplug_algorithms() -> Mapping[str, Any]:
     """``ppo``: joint multi-agent PPO; ``maddpg``: MADDPG as in the coded-MARL paper; ``iddpg``:
-    MADDPG with independent (local) critics; ``iql``: independent Q-learning."""
+    MADDPG with independent (local) critics; ``iql``: independent Q-learning;
+    ``vdn``: value decomposition (the agents' Q-values summed)."""
     return {
         "ppo": "marlplug.algorithms.ppo:PPO",
         "maddpg": "marlplug.algorithms.maddpg:MADDPG",
         "iddpg": "marlplug.algorithms.iddpg:IDDPG",
         "iql": "marlplug.algorithms.q.iql:IQL",
+        "vdn": "marlplug.algorithms.q.vdn:VDN",
     }
