@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from marlplug.experiments.compare import Comparison, compare, gather
+from marlplug.experiments.compare import Comparison, Metric, compare, gather
 from marlplug.experiments.results import RunResult, load_results
 from marlplug.experiments.statistics import Estimate
 
@@ -76,13 +76,13 @@ def runs(name: str) -> list[RunResult]:
     return sorted(load_results(DATA / name).runs, key=lambda run: run.seed)
 
 
-def comparison(*names: str, metric: str = "score") -> Comparison:
+def comparison(*names: str, metric: Metric = "score") -> Comparison:
     """What ``marlplug compare docs/data/NAME ...`` reports (the first file is the baseline)."""
     groups = gather([(DATA / name, load_results(DATA / name)) for name in names])
-    return compare(groups, metric=metric)  # type: ignore[arg-type]
+    return compare(groups, metric=metric)
 
 
-def iqm(name: str, *, metric: str = "score", digits: int = 3) -> str:
+def iqm(name: str, *, metric: Metric = "score", digits: int = 3) -> str:
     (aggregates,) = comparison(name, metric=metric).aggregates.values()
     return estimate(aggregates.iqm, digits=digits)
 
