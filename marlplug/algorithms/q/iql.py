@@ -36,8 +36,10 @@ def discrete_agents(env: EnvBase, algorithm: str) -> list[AgentSpace]:
 
 
 class IQL:
-    """Independent Q-learning (plugin name ``iql``): per-agent stacked Q-networks, epsilon-greedy
-    exploration on a linear schedule, replay and target networks (:class:`QOptions`).
+    """Independent Q-learning (plugin name ``iql``): each agent's own Q-network and TD target.
+
+    Per-agent stacked Q-networks, epsilon-greedy exploration on a linear schedule, replay and
+    target networks (:class:`QOptions`).
 
     Examples:
         >>> algo = IQL(hidden_sizes=[8])

@@ -29,8 +29,10 @@ CODING_REFUSAL = "coding: vdn's mixer couples every agent's update; run it centr
 
 
 class VDN(IQL):
-    """Value decomposition networks (plugin name ``vdn``): IQL's per-agent Q-networks, options and
-    exploration, trained on the team's TD error through TorchRL's ``VDNMixer``.
+    """Value decomposition networks (plugin name ``vdn``): the team's Q is the agents' summed.
+
+    IQL's per-agent Q-networks, options and exploration, trained on the team's TD error through
+    TorchRL's ``VDNMixer``.
 
     Examples:
         >>> algo = VDN(hidden_sizes=[8])
