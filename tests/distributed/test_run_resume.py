@@ -24,6 +24,7 @@ from marlplug.train.run import run_training
 # buffer wraps after 4 iterations; the first update round is in iteration 1.
 SMALL = [
     "env.agents=3",
+    "env.entity_order=world",  # as coded_maddpg.yaml, which a test compares with a config from data
     "algorithm.name=maddpg",
     "algorithm.minibatch_size=16",
     "algorithm.learning_starts=16",
