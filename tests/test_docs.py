@@ -84,3 +84,14 @@ def test_api_pages_show_sphinx_roles_as_code() -> None:
     spec.loader.exec_module(module)
     text = "see :meth:`~marlplug.losses.JointPPOLoss.agent_losses` and :data:`MAIN_PAGE`."
     assert module.roles_as_code(text) == "see `agent_losses` and `MAIN_PAGE`."
+
+
+def test_the_api_reference_lists_the_public_api() -> None:
+    import marlplug
+
+    table = (DOCS / "reference" / "api" / "index.md").read_text().split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(\w+)`", table))
+    missing = sorted(set(marlplug.__all__) - listed)
+    assert not missing, (
+        f"docs/reference/api/index.md does not say where these are documented: {missing}"
+    )
