@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from marlplug.algorithms.maddpg_critic import CriticInput
+from marlplug.algorithms.replay_options import REPLAY_IGNORED_TRAIN_FIELDS
 from marlplug.config import MAX_WIDTH, Options
 
 if TYPE_CHECKING:
@@ -24,22 +25,7 @@ class MaddpgOptions(Options):
     #: MADDPG trains with its own actor and critic losses: a config's ``losses`` list is refused.
     uses_losses: ClassVar[bool] = False
     #: ``train:`` fields MADDPG does not read (its own are here); setting one gives a warning.
-    ignored_train_fields: ClassVar[frozenset[str]] = frozenset(
-        {
-            "rollout_steps",
-            "gamma",
-            "gae_lambda",
-            "n_epochs",
-            "minibatch_size",
-            "lr",
-            "lr_schedule",
-            "lr_final",
-            "max_grad_norm",
-            "iterate_all_minibatches",
-            "max_minibatches_per_epoch",
-            "torch_threads",
-        }
-    )
+    ignored_train_fields: ClassVar[frozenset[str]] = REPLAY_IGNORED_TRAIN_FIELDS
 
     lr: float = Field(1e-2, gt=0, description="Adam learning rate (actor and critic).")
     gamma: float = Field(0.95, ge=0, le=1, description="Discount factor.")

@@ -26,7 +26,7 @@ from marlplug.algorithms.maddpg_actions import (
 from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
-from marlplug.algorithms.state_codec import StateCodec
+from marlplug.algorithms.state_codec import StateCodec, target_and_adam_layout
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
@@ -68,10 +68,7 @@ class MaddpgProgram:
         actor = mlp_shapes("actor", self.actor_sizes)
         critic = mlp_shapes("critic", self.critic_sizes)
         networks = actor + critic
-        theta = networks + [("target_" + name, shape) for name, shape in networks]
-        moments = [(f"adam_m.{name}", shape) for name, shape in networks]
-        moments += [(f"adam_v.{name}", shape) for name, shape in networks]
-        moments.append(("adam_step", ()))
+        theta, moments = target_and_adam_layout(networks)
         self.theta_codec = StateCodec(theta)
         self.opt_codec = StateCodec(moments)
         #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).

@@ -77,3 +77,24 @@ class StateCodec:
             name: flat[:, start:stop].reshape(flat.shape[0], *self.shapes[name])
             for name, (start, stop) in self.offsets.items()
         }
+
+
+Shapes = list[tuple[str, tuple[int, ...]]]
+
+
+def target_and_adam_layout(networks: Shapes) -> tuple[Shapes, Shapes]:
+    """The rows of an agent trained with target networks and Adam (MADDPG, the Q-learners).
+
+    ``theta`` holds the networks, then a ``target_`` copy of each; ``opt_state`` holds Adam's first
+    and second moments of every network tensor, then the step count.
+
+    Examples:
+        >>> theta, opt_state = target_and_adam_layout([("q.w0", (4, 2))])
+        >>> [name for name, _ in theta], [name for name, _ in opt_state]
+        (['q.w0', 'target_q.w0'], ['adam_m.q.w0', 'adam_v.q.w0', 'adam_step'])
+    """
+    theta = networks + [("target_" + name, shape) for name, shape in networks]
+    moments = [(f"adam_m.{name}", shape) for name, shape in networks]
+    moments += [(f"adam_v.{name}", shape) for name, shape in networks]
+    moments.append(("adam_step", ()))
+    return theta, moments

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from marlplug.algorithms.replay_options import REPLAY_IGNORED_TRAIN_FIELDS
 from marlplug.config import MAX_WIDTH, Options
 
 if TYPE_CHECKING:
@@ -26,22 +27,7 @@ class QOptions(Options):
     #: Q-learning trains with its own TD loss: a config's ``losses`` list is refused.
     uses_losses: ClassVar[bool] = False
     #: ``train:`` fields the algorithm does not read (its own are here); setting one gives a warning.
-    ignored_train_fields: ClassVar[frozenset[str]] = frozenset(
-        {
-            "rollout_steps",
-            "gamma",
-            "gae_lambda",
-            "n_epochs",
-            "minibatch_size",
-            "lr",
-            "lr_schedule",
-            "lr_final",
-            "max_grad_norm",
-            "iterate_all_minibatches",
-            "max_minibatches_per_epoch",
-            "torch_threads",
-        }
-    )
+    ignored_train_fields: ClassVar[frozenset[str]] = REPLAY_IGNORED_TRAIN_FIELDS
 
     lr: float = Field(5e-4, gt=0, description="Adam learning rate of the Q-networks.")
     gamma: float = Field(0.95, ge=0, le=1, description="Discount factor.")

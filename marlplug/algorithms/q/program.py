@@ -22,7 +22,7 @@ from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
-from marlplug.algorithms.state_codec import StateCodec
+from marlplug.algorithms.state_codec import StateCodec, target_and_adam_layout
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
@@ -74,10 +74,7 @@ class QProgram:
         self.obs_dim, self.action_dim = padded_dims(self.agents)
         self.sizes = [self.obs_dim, *options.hidden_sizes, self.action_dim]
         network = mlp_shapes("q", self.sizes)
-        theta = network + [("target_" + name, shape) for name, shape in network]
-        moments = [(f"adam_m.{name}", shape) for name, shape in network]
-        moments += [(f"adam_v.{name}", shape) for name, shape in network]
-        moments.append(("adam_step", ()))
+        theta, moments = target_and_adam_layout(network)
         self.theta_codec = StateCodec(theta)
         self.opt_codec = StateCodec(moments)
         #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
