@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from marlplug.cli.main import main
+from tests.results_tables import RESULTS, assert_page_prints, number, row
+from tests.results_tables import load as load_data
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "results" / "coding.md"
-DATA = ROOT / "docs" / "data"
+PAGE = RESULTS / "coding.md"
 
 #: Group labels of the M = 8 figure's table, per scenario and metric key.
 GROUPS_M8 = {
@@ -37,23 +36,8 @@ SCENARIO_NAMES = {
 SEEDS = ("0", "1", "2")
 
 
-def number(value: float, *, digits: int = 1, sign: bool = False) -> str:
-    """A table cell as the page prints it: a Unicode minus, ``+`` where a margin's sign matters.
-
-    Examples:
-        >>> number(-3.04), number(51.23, sign=True), number(0.1234, digits=3)
-        ('−3.0', '+51.2', '0.123')
-    """
-    text = f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-    return text.replace("-", "−")
-
-
-def row(*cells: str) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def load(name: str) -> Any:
-    return json.loads((DATA / f"{name}.json").read_text())
+    return load_data(f"{name}.json")
 
 
 def curve_at(curve: list[dict[str, Any]], env_steps: int) -> dict[str, Any]:
@@ -214,17 +198,6 @@ def rows_m32() -> Iterator[str]:
         )
 
 
-def assert_rows_on_page(rows: Iterator[str]) -> None:
-    page = PAGE.read_text()
-    expected = list(rows)
-    assert expected
-    missing = [line for line in expected if line not in page.splitlines()]
-    assert not missing, (
-        f"{PAGE.relative_to(ROOT)} does not print these rows as its data gives them:\n"
-        + "\n".join(missing)
-    )
-
-
 @pytest.mark.parametrize(
     "rows",
     [
@@ -239,7 +212,7 @@ def assert_rows_on_page(rows: Iterator[str]) -> None:
     ],
 )
 def test_the_page_prints_its_data(rows: Any) -> None:
-    assert_rows_on_page(rows())
+    assert_page_prints("coding.md", rows())
 
 
 def test_coded_equals_centralized_in_every_parity_file_the_page_cites() -> None:
@@ -285,7 +258,7 @@ def test_the_codes_analysis_tables_are_what_the_command_prints(
                 *(f"{p:.2f}" for p in report["recovery"].values()),
             )
 
-    assert_rows_on_page(rows())
+    assert_page_prints("coding.md", rows())
     best = analysis["recommended"]["name"]
     best_s = reports[best]["expected_round_s"]
     assert f"`{best}` ({best_s:.3f} s)" in PAGE.read_text()

@@ -10,7 +10,6 @@ comes from one file.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable, Iterator
@@ -22,20 +21,7 @@ import pytest
 from marlplug.experiments.compare import Comparison, Metric, compare, gather
 from marlplug.experiments.results import RunResult, load_results
 from marlplug.experiments.statistics import Estimate
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
-DATA = ROOT / "docs" / "data"
-
-
-def number(value: float, *, digits: int = 1) -> str:
-    """A table cell as the pages print it: thousands separated, a Unicode minus.
-
-    Examples:
-        >>> number(-3381.282), number(35172, digits=0), number(0.12345, digits=3)
-        ('−3,381.3', '35,172', '0.123')
-    """
-    return f"{value:,.{digits}f}".replace("-", "−")
+from tests.results_tables import DATA, RESULTS, assert_page_prints, load, number, row
 
 
 def percent(share: float) -> str:
@@ -61,14 +47,6 @@ def estimate(value: Estimate, *, digits: int = 3) -> str:
     """``0.919 [0.905, 0.928]``, in the pages' number format."""
     point, low, high = (number(v, digits=digits) for v in (value.point, value.low, value.high))
     return f"{point} [{low}, {high}]"
-
-
-def row(*cells: str) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def load(name: str) -> Any:
-    return json.loads((DATA / name).read_text())
 
 
 def runs(name: str) -> list[RunResult]:
@@ -488,13 +466,8 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
 @pytest.mark.parametrize("name", list(TABLES))
 def test_the_page_prints_its_data(name: str) -> None:
     page, rows = TABLES[name]
-    lines = (RESULTS / page).read_text().splitlines()
-    expected = list(rows())
-    assert expected
-    missing = [line for line in expected if line not in lines]
-    assert not missing, (
-        f"docs/results/{page} does not print these rows of '{name}' as docs/data gives them "
-        "(python tests/test_results_pages.py prints them all):\n" + "\n".join(missing)
+    assert_page_prints(
+        page, rows(), hint=f" for '{name}' (python tests/test_results_pages.py prints them all)"
     )
 
 
