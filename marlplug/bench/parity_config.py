@@ -65,10 +65,12 @@ def flags_setup(
         >>> setup = flags_setup("cooperative_navigation", iterations=10, env={"agents": 3},
         ...     learners=5, stragglers=1, delay_s=0.25, options={})
         >>> setup["env"], setup["coding"]["scheme"]
-        ({'name': 'cooperative_navigation', 'backend': 'mpe', 'agents': 3}, 'mds')
+        ({'name': 'cooperative_navigation', 'backend': 'mpe', 'entity_order': 'world', 'agents': 3}, 'mds')
     """
     return {
-        "env": {"name": scenario, "backend": env_backend, **env},
+        # The paper's observations list entities in mpe2's world order (a config's run default
+        # is nearest first); --set env.entity_order=nearest changes it.
+        "env": {"name": scenario, "backend": env_backend, "entity_order": "world", **env},
         "algorithm": {"name": "maddpg", **options},
         "train": {"updates": iterations, "num_envs": num_envs},
         "coding": {

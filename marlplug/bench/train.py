@@ -80,9 +80,18 @@ def marlplug_train(
         config = load_config(
             data={
                 "seed": seed,
-                "env": {"name": "cooperative_navigation", "agents": settings.agents},
+                # The TorchRL pipeline's observations and networks: world order (mpe2's), tanh
+                # layers, no value normalization (a config's defaults are nearest first, ReLU and
+                # value normalization).
+                "env": {
+                    "name": "cooperative_navigation",
+                    "agents": settings.agents,
+                    "entity_order": "world",
+                },
                 "algorithm": {
                     "name": "ppo",
+                    "activation": "tanh",
+                    "value_norm": False,
                     "clip_range": settings.clip_epsilon,
                     "clip_range_vf": settings.clip_value,
                     "ent_coef": settings.entropy_coeff,
