@@ -65,13 +65,19 @@ def _interval_estimates(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     library, _ = _rliable()
     # rliable draws its resampling indices from numpy's global RNG (its random_state argument
-    # reaches only arch's unused generator): seed that, and put it back afterwards.
+    # reaches only arch's unused generator): seed that, and put it back afterwards. Each
+    # configuration is resampled from the same seed on its own, so its interval does not depend on
+    # which other configurations share the call or in what order.
     previous = np.random.get_state()
-    np.random.seed(seed)
+    points: dict[str, np.ndarray] = {}
+    intervals: dict[str, np.ndarray] = {}
     try:
-        points, intervals = library.get_interval_estimates(
-            dict(scores), func, reps=reps, confidence_interval_size=CONFIDENCE
-        )
+        for name, values in scores.items():
+            np.random.seed(seed)
+            point, interval = library.get_interval_estimates(
+                {name: values}, func, reps=reps, confidence_interval_size=CONFIDENCE
+            )
+            points[name], intervals[name] = point[name], interval[name]
     finally:
         np.random.set_state(previous)
     return points, intervals

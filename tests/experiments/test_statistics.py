@@ -39,6 +39,20 @@ def test_intervals_repeat_with_the_seed_and_change_without_it() -> None:
     assert first["a"].iqm.low != other["a"].iqm.low
 
 
+def test_a_configurations_intervals_do_not_depend_on_its_company() -> None:
+    # A results page quotes one configuration's interval; `marlplug compare a b` must give it the
+    # same one as `marlplug compare a` (before, all groups drew from one stream in turn).
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 1)), rng.normal(size=(7, 1))
+    alone = aggregate({"a": a}, reps=300)["a"]
+    assert aggregate({"b": b, "a": a}, reps=300)["a"] == alone
+    assert aggregate({"a": a, "b": b}, reps=300)["a"] == alone
+    curve = a.repeat(4, axis=1) + np.arange(4)
+    together = iqm_curves({"b": rng.normal(size=(5, 4)), "a": curve}, reps=300)["a"]
+    on_its_own = iqm_curves({"a": curve}, reps=300)["a"]
+    assert all(np.array_equal(x, y) for x, y in zip(together, on_its_own, strict=True))
+
+
 def test_probability_of_improvement() -> None:
     low, high = np.arange(5.0)[:, None], np.arange(5.0)[:, None] + 10
     assert probability_of_improvement(high, low).point == 1.0
