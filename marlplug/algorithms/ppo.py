@@ -130,7 +130,7 @@ class PPO:
             "value output).",
         )
         # With nearest-first observations (env.entity_order), seeds 0-4 on a 2-core AMD EPYC Zen 5:
-        # -43.6 / -46.5 / -45.9 / -46.2 / -44.7 (score IQM 0.566 [0.552, 0.589]) against -38.0 /
+        # -43.6 / -46.5 / -45.9 / -46.2 / -44.7 (score IQM 0.566 [0.552, 0.595]) against -38.0 /
         # -53.7 / -54.2 / -54.7 / -55.3 (IQM 0.416 [0.400, 0.609]) in world order with tanh;
         # P(improvement) 0.80 [0.40, 1.00] (docs/notes/benchmarks-history.md, "ReLU with
         # nearest first").
