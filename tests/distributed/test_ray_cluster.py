@@ -1,6 +1,7 @@
 """Coded training on a real three-node Ray cluster (``ray start``, token authentication): learners
 spread over the nodes, a node lost mid-run, the controller killed and resumed against the same
-cluster — and every run ends bit-identical to the centralized run."""
+cluster, learner actors killed at random and a node lost while they start — and every run ends
+bit-identical to the centralized run."""
 
 from __future__ import annotations
 
@@ -176,6 +177,68 @@ def test_learners_spread_over_the_nodes_and_move_to_the_nodes_left_when_one_is_l
             assert lost not in after.values()
             assert torch.equal(state.theta, reference.theta)
             assert torch.equal(state.opt_state, reference.opt_state)
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
+
+
+#: MADDPG rounds on Ray with learner actors killed at random, from start-up on.
+RAY_SOAK_ROUNDS = 300
+
+
+@pytest.mark.slow  # a 3-node cluster in this process and 300 rounds with actor restarts: 1-4 min
+def test_actors_killed_and_a_node_lost_from_start_up_on_leave_the_run_equal_to_centralized() -> (
+    None
+):
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from marlplug.algorithms.protocol import AgentUpdate
+    from marlplug.coding import MDSCode
+    from marlplug.coding.stragglers import StragglerModel
+    from marlplug.distributed.backends.ray import RayBackend
+    from marlplug.distributed.controller import CodedController
+    from marlplug.seeding import derive_seed
+    from tests.distributed.helpers import centralized, maddpg_program
+    from tests.distributed.kills import RandomKills
+
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    workers = [nodes.add_node(num_cpus=1) for _ in range(2)]
+    nodes.wait_for_nodes()
+    program, batch = maddpg_program(3)
+    scheme = MDSCode()
+    backend = RayBackend(5, address=nodes.address)
+    state = reference = AgentUpdate(*program.init_state(0))
+    restarted: list[int] = []
+    try:
+        with CodedController(
+            program,
+            scheme.assignment_matrix(3, 5, 0),
+            backend,
+            scheme=scheme,
+            stragglers=StragglerModel(count=1, delay_s=0.05, seed=0),
+            round_timeout_s=300,
+        ) as controller:
+            # The actors are being created: lose a node (and the learners placed on it), and kill
+            # an actor at once and then one every 1-4 s, whichever are there, to the last round.
+            nodes.remove_node(workers[0], allow_graceful=False)
+            kills = RandomKills(
+                lambda: list(range(5)), backend.kill, seed=48, interval_s=(1.0, 4.0)
+            )
+            with kills:
+                for round_index in range(RAY_SOAK_ROUNDS):
+                    seed = derive_seed(0, round_index)
+                    state, log = controller.update(
+                        state.theta, state.opt_state, batch, round_index, seed=seed
+                    )
+                    reference = centralized(
+                        program, reference.theta, reference.opt_state, batch, seed
+                    )
+                    restarted += log.restarted
+        assert kills.killed and restarted  # kills happened, and learners were started again
+        assert torch.equal(state.theta, reference.theta)
+        assert torch.equal(state.opt_state, reference.opt_state)
+        assert not torch.equal(state.theta, program.init_state(0)[0])
     finally:
         ray.shutdown()
         nodes.shutdown()

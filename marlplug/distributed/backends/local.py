@@ -7,9 +7,9 @@ and cannot leave a lock held for the others. One reader thread per worker receiv
 a queue: a worker frozen halfway through sending an answer (larger than the pipe's buffer) blocks
 only its reader, never the controller's wait for a decodable set.
 
-A worker loads its program (sent pickled) before it says it is ready; if that fails it sends the
-traceback and exits, so a learner that cannot start is told apart from one killed from outside
-(a signal: a negative exit code) and named with its cause.
+A worker (:mod:`~marlplug.distributed.backends.local_worker`) loads its program (sent pickled) before
+it says it is ready; if that fails it sends the traceback and exits, so a learner that cannot start is
+told apart from one killed from outside (a signal: a negative exit code) and named with its cause.
 """
 
 from __future__ import annotations
@@ -19,31 +19,33 @@ import os
 import pickle
 import queue
 import signal
-import sys
 import threading
 import time
-import traceback
-from collections import deque
 from typing import Any
 
 import torch
 import torch.multiprocessing as torch_mp
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.distributed.backends.base import BackendEvent, LearnerFailure, LearnerReady, Task
-from marlplug.distributed.learner import LearnerAnswer, LearnerResult, learner_compute
+from marlplug.distributed.backends.local_worker import SLOTS, from_pipe, worker_main
+from marlplug.distributed.learner import LearnerResult
 from marlplug.distributed.learner_starts import LearnerStartError
 
 __all__ = ["SLOTS", "LearnerStartError", "LocalBackend"]
 
-#: Round-robin slots for the state and the batch: a worker may still copy round r while round r+1 is written.
-SLOTS = 2
-
-#: What the fork server imports once, before it forks any learner: this module, and the modules a
-#: built-in algorithm's program needs when a learner loads it (3-4 s of imports, torchrl's among
-#: them, that every learner start and restart would repeat otherwise).
-PRELOAD = (__name__, "marlplug.algorithms.maddpg_program", "marlplug.algorithms.ppo_program")
+#: What the fork server imports once, before it forks any learner: this module (and the worker's),
+#: the modules a built-in algorithm's program needs when a learner loads it (3-4 s of imports,
+#: torchrl's among them), and pandas, which tensordict's ``TensorDict.from_any`` imports (where it
+#: is installed) in a learner's first PPO update (0.8 s; 3 s on a busy machine). Every learner start
+#: and restart would repeat them otherwise. A module that is not installed is skipped.
+PRELOAD = (
+    __name__,
+    "marlplug.algorithms.maddpg_program",
+    "marlplug.algorithms.ppo_program",
+    "pandas",
+)
 
 
 class LocalBackend:
@@ -85,12 +87,14 @@ class LocalBackend:
         #: Learners whose current process said it is ready; the traceback of one that could not.
         self._ready: set[int] = set()
         self._start_errors: dict[int, str] = {}
+        #: Learners whose process could not be started at all, and why (see _spawn).
+        self._failed_starts: list[tuple[int, str]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, program: LearnerProgram) -> None:
         # Pickled once, here: a program that does not pickle fails now, in the controller, and
-        # one that does not load in a worker fails there with its traceback (see _worker_main).
+        # one that does not load in a worker fails there with its traceback (see local_worker).
         self._program = pickle.dumps(program)
 
     def prepare(self, state: torch.Tensor, batch: TensorDictBase) -> None:
@@ -110,7 +114,7 @@ class LocalBackend:
         task_recv, task_send = self._context.Pipe(duplex=False)
         result_recv, result_send = self._context.Pipe(duplex=False)
         process = self._context.Process(
-            target=_worker_main,
+            target=worker_main,
             args=(
                 learner,
                 self._program,
@@ -125,7 +129,17 @@ class LocalBackend:
             name=f"marlplug-learner-{learner}",
             daemon=True,
         )
-        process.start()
+        try:
+            process.start()
+        except (OSError, EOFError) as error:
+            # The fork server is gone, or going (killed, or exiting): a start that failed from
+            # outside, reported as such by the next poll. A later start launches a new fork server.
+            for conn in (task_recv, task_send, result_recv, result_send):
+                conn.close()
+            self._processes.pop(learner, None)
+            self._ready.discard(learner)
+            self._failed_starts.append((learner, f"could not start its process: {error}"))
+            return
         task_recv.close()
         result_send.close()
         self._processes[learner] = process
@@ -221,9 +235,13 @@ class LocalBackend:
         return process is not None and process.is_alive()
 
     def poll(self, timeout_s: float) -> list[BackendEvent]:
-        events: list[BackendEvent] = []
+        events: list[BackendEvent] = [
+            LearnerFailure(learner, None, message, True, while_starting=True, own_fault=False)
+            for learner, message in self._failed_starts
+        ]
+        self._failed_starts.clear()
         try:
-            received = [self._inbox.get(timeout=max(0.0, timeout_s))]
+            received = [self._inbox.get(timeout=0.0 if events else max(0.0, timeout_s))]
         except queue.Empty:
             return events
         with contextlib.suppress(queue.Empty):
@@ -244,7 +262,7 @@ class LocalBackend:
                 self._start_errors[learner] = message[2]  # its death (end of pipe) follows
             elif kind == "result":
                 _, _, round_index, task_id, answer = message
-                events.append(LearnerResult(learner, round_index, task_id, _from_pipe(answer)))
+                events.append(LearnerResult(learner, round_index, task_id, from_pipe(answer)))
             elif kind == "error":
                 events.append(LearnerFailure(learner, message[2], str(message[4]), died=False))
         return events
@@ -286,102 +304,3 @@ def _read_results(
             inbox.put((learner, generation, None))
             return
         inbox.put((learner, generation, message))
-
-
-# ---------------------------------------------------------------------- the worker process
-
-
-def _worker_main(
-    learner: int,
-    program_bytes: bytes,
-    state_slots: torch.Tensor,
-    batch_slots: dict[Any, torch.Tensor],
-    batch_size: list[int],
-    stamps: torch.Tensor,
-    task_conn: Any,
-    result_conn: Any,
-    parent_pid: int,
-) -> None:
-    torch.set_num_threads(1)
-    try:
-        program: LearnerProgram = pickle.loads(program_bytes)
-    except BaseException:
-        # The learner's own fault (e.g. a module the program needs does not import here): say why.
-        with contextlib.suppress(OSError):
-            result_conn.send(("start-failed", learner, traceback.format_exc()))
-        sys.exit(1)
-    result_conn.send(("ready", learner))
-    inbox: deque[tuple[Any, ...]] = deque()
-
-    def receive(timeout_s: float) -> bool:
-        """Move every waiting message to the inbox; False once told to stop or orphaned."""
-        if not task_conn.poll(timeout_s):
-            # The controller's death also closes the task pipe (EOFError below); this is a backstop.
-            return _process_exists(parent_pid)
-        while task_conn.poll():
-            message = task_conn.recv()
-            if message[0] == "stop":
-                return False
-            inbox.append(message)
-        # Only the newest round matters: older tasks would be discarded by the controller anyway.
-        newest = max(m[1] for m in inbox)
-        for message in [m for m in inbox if m[1] < newest]:
-            inbox.remove(message)
-        return True
-
-    try:
-        while True:
-            if not inbox and not receive(1.0):
-                return
-            if not inbox:
-                continue
-            _, round_index, task_id, row, seed, delay_s = inbox.popleft()
-            slot = round_index % SLOTS
-            if int(stamps[slot]) != round_index:
-                continue
-            state = state_slots[slot].clone()
-            batch = TensorDict({}, batch_size=batch_size)
-            for key, value in batch_slots.items():
-                batch.set(key, value[slot].clone())
-            if int(stamps[slot]) != round_index:
-                continue
-            try:
-                answer = learner_compute(program, row, state, batch, seed=seed)
-            except Exception:
-                result_conn.send(("error", learner, round_index, task_id, traceback.format_exc()))
-                continue
-            release = time.monotonic() + delay_s
-            superseded = False
-            while time.monotonic() < release:
-                if not receive(min(0.05, release - time.monotonic())):
-                    return
-                if any(m[1] > round_index for m in inbox):
-                    superseded = True
-                    break
-            if not superseded:
-                result_conn.send(("result", learner, round_index, task_id, _to_pipe(answer)))
-    except (EOFError, OSError, KeyboardInterrupt):
-        return
-
-
-def _to_pipe(answer: LearnerAnswer) -> tuple[Any, ...]:
-    """The answer with numpy arrays, which pickle by value: torch's multiprocessing would send each
-    tensor as a shared-memory handle (a file descriptor per tensor and answer)."""
-    stats = {name: value.numpy() for name, value in answer.stats.items()}
-    return answer.coded.numpy(), answer.agents, stats, answer.compute_s
-
-
-def _from_pipe(message: tuple[Any, ...]) -> LearnerAnswer:
-    coded, agents, stats, compute_s = message
-    tensors = {name: torch.from_numpy(value) for name, value in stats.items()}
-    return LearnerAnswer(torch.from_numpy(coded), list(agents), tensors, compute_s)
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
