@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import socket
 import sys
@@ -154,12 +155,12 @@ class RayBackend:
             self._spawn(learner, cpus)
 
     def _reserved_cpus(self) -> float:
-        """CPUs each learner reserves: ``learner_num_cpus``, else one each while the cluster has
-        enough, else an equal share (learners then share cores)."""
+        """CPUs each learner reserves: ``learner_num_cpus``, else :func:`cpu_share` of the nodes'."""
         if self.learner_num_cpus is not None:
             return self.learner_num_cpus
-        total = float(self._ray.cluster_resources().get("CPU", 1.0))
-        return min(1.0, total / max(1, self.num_learners))
+        nodes = [node for node in self._ray.nodes() if node.get("Alive")]
+        cpus = [float(node.get("Resources", {}).get("CPU", 0.0)) for node in nodes]
+        return cpu_share(cpus, self.num_learners)
 
     def _spawn(self, learner: int, cpus: float) -> None:
         ray = self._ray
@@ -246,9 +247,11 @@ class RayBackend:
         del self._actors[learner]  # no task goes to it any more, and it is not alive()
         starting = learner not in self._ready
         self._ready.discard(learner)
-        # An exception in the actor's constructor (or in loading its program) is its own fault.
+        # An exception in the actor's constructor (or in loading its program) is its own fault:
+        # its traceback is the message (the last line says why).
         own = bool(getattr(error, "actor_init_failed", False))
-        return [LearnerFailure(learner, None, f"actor died: {error}", True, starting, own)]
+        message = f"actor died: {error}" if own else f"actor died: {death_cause(error)}"
+        return [LearnerFailure(learner, None, message, True, starting, own)]
 
     def alive(self, learner: int) -> bool:
         """Whether ``learner`` has an actor not reported dead (Ray reports deaths through calls)."""
@@ -309,6 +312,43 @@ class RayBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def death_cause(error: Exception) -> str:
+    r"""One line for an actor's death from outside: the cause lines of Ray's error, without its
+    generic first line and its indented details (class, actor id, pid, ...).
+
+    Examples:
+        >>> death_cause(RuntimeError(
+        ...     "The actor died unexpectedly before finishing this task.\n\tpid: 9060\n"
+        ...     "The actor died because its node has died. Node Id: 04c3\n\tthe node was lost\n"
+        ...     "The actor never ran - it was cancelled before it started running."))
+        'The actor died because its node has died. Node Id: 04c3 The actor never ran - it was cancelled before it started running.'
+    """
+    lines = str(error).splitlines()
+    causes = [line.strip() for line in lines[1:] if line.strip() and not line[0].isspace()]
+    return " ".join(causes) or (lines[0].strip() if lines else type(error).__name__)
+
+
+def cpu_share(node_cpus: list[float], learners: int) -> float:
+    """The CPUs each learner reserves: one while the nodes hold a learner per CPU, else the largest
+    share with which every learner fits on some node (learners then share cores).
+
+    A share of the cluster's total is not enough: 5 learners of 0.6 CPU fit 3 on three 1-CPU
+    nodes, and the other two would wait for a CPU for ever.
+
+    Examples:
+        >>> cpu_share([2.0, 2.0, 2.0], 5), cpu_share([1.0, 1.0, 1.0], 5), cpu_share([2.0], 3)
+        (1.0, 0.5, 0.6666666666666666)
+        >>> cpu_share([], 3)  # no CPU anywhere: reserve none
+        0.0
+    """
+    # A share c/k puts exactly k learners on a node of c CPUs: the largest one that places all.
+    shares = {min(1.0, c / k) for c in node_cpus if c > 0 for k in range(1, learners + 1)}
+    for share in sorted(shares, reverse=True):
+        if sum(math.floor(c / share + 1e-9) for c in node_cpus) >= learners:
+            return share
+    return 0.0
 
 
 def unavailable_message(address: str | None, error: BaseException) -> str:
