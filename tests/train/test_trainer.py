@@ -151,7 +151,7 @@ def test_cli_train_end_to_end(tmp_path: Path, run_cli) -> None:  # type: ignore[
 
 def test_cli_user_errors(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("train", "--resume", str(tmp_path / "nothing"))
-    assert result.exit_code == 2 and "not a run folder" in result.err
+    assert result.exit_code == 2 and "nothing does not exist" in result.err
     result = run_cli(
         "train", "--set", "losses=[{name: redundancyy}]", "--set", f"logging.dir={tmp_path}"
     )
