@@ -53,7 +53,8 @@ def test_ray_rounds_decode_exactly_and_survive_a_killed_actor() -> None:
 
 
 def test_an_unreachable_cluster_is_a_clear_error() -> None:
-    from marlplug.distributed.backends.ray import RayBackend, RayUnavailableError
+    from marlplug.distributed.backends.ray import RayBackend
+    from marlplug.distributed.backends.ray_connection import RayUnavailableError
 
     backend = RayBackend(1, address="ray://127.0.0.1:1")
     with pytest.raises(RayUnavailableError, match="ray_address"):
@@ -106,7 +107,7 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
 def test_a_cluster_that_wants_its_token_is_named_in_the_error() -> None:
     from ray.exceptions import AuthenticationError
 
-    from marlplug.distributed.backends.ray import unavailable_message
+    from marlplug.distributed.backends.ray_connection import unavailable_message
 
     # What ray.init raises against a token-auth cluster without the token (the cause is chained).
     try:
