@@ -28,12 +28,10 @@ from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.losses.ppo_options import PPOLossOptions
-from marlplug.nn.actor_critic import (
+from marlplug.nn.actor_critic import Activation, JointActorCritic, WeightInit
+from marlplug.nn.critic_input import (
     CENTRALIZED_CRITIC_REMOVED_IN,
-    Activation,
     CriticInput,
-    JointActorCritic,
-    WeightInit,
     critic_from_centralized,
 )
 from marlplug.optim.adam import AdamSettings, AgentAdam
@@ -52,7 +50,7 @@ class PPO:
     Args:
         hidden_size: hidden width of encoders and critics.
         feature_dim: width of each agent's encoder features.
-        critic: what each agent's critic reads (:data:`~marlplug.nn.actor_critic.CriticInput`):
+        critic: what each agent's critic reads (:data:`~marlplug.nn.critic_input.CriticInput`):
             every agent's observation (``joint``), the env's global state (``state``) or its own
             observation (``local``, IPPO).
         adam_eps: Adam's ε.

@@ -38,7 +38,8 @@ from marlplug.losses.redundancy import (
     redundancy_pair_loop,
     standardize_columns,
 )
-from marlplug.nn.actor_critic import Activation, CriticInput
+from marlplug.nn.actor_critic import Activation
+from marlplug.nn.critic_input import CriticInput
 from marlplug.runs.reporting import stderr_progress
 
 

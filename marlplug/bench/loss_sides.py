@@ -19,7 +19,8 @@ from torchrl.objectives import ClipPPOLoss
 from marlplug.algorithms.ppo import PPO
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn import GroupSpec, JointActorCritic
-from marlplug.nn.actor_critic import ACTIVATIONS, Activation, CriticInput
+from marlplug.nn.actor_critic import ACTIVATIONS, Activation
+from marlplug.nn.critic_input import CriticInput
 
 OBSERVATION_DIM, N_ACTIONS = 18, 5
 

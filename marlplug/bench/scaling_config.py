@@ -11,7 +11,7 @@ import math
 from importlib import resources
 from typing import get_args
 
-from marlplug.nn.actor_critic import CriticInput
+from marlplug.nn.critic_input import CriticInput
 
 #: The packaged config every point of each algorithm starts from.
 CONFIGS = {"ppo": "spread_vmas.yaml", "maddpg": "maddpg_spread.yaml"}

@@ -1,6 +1,7 @@
 """Per-agent actor/critic networks with stacked per-agent weights and exposed encoder features."""
 
-from marlplug.nn.actor_critic import CriticInput, GroupActorCritic, GroupSpec, JointActorCritic
+from marlplug.nn.actor_critic import GroupActorCritic, GroupSpec, JointActorCritic
+from marlplug.nn.critic_input import CriticInput
 from marlplug.nn.obs_norm import (
     ObservationNormalized,
     ObservationNormalizer,

@@ -29,7 +29,7 @@ from marlplug.losses.redundancy import (
     redundancy_pair_loop,
     standardize_columns,
 )
-from marlplug.nn.actor_critic import CriticInput
+from marlplug.nn.critic_input import CriticInput
 
 CRITICS: tuple[CriticInput, ...] = ("joint", "state", "local")
 
