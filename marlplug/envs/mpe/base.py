@@ -20,6 +20,7 @@ from pettingzoo.utils.conversions import aec_to_parallel
 from torchrl.envs import EnvBase, PettingZooWrapper, SerialEnv
 
 from marlplug.envs.scenario import EnvScenario
+from marlplug.envs.serial import serial_copies
 from marlplug.errors import UserError
 
 
@@ -104,17 +105,9 @@ class MpeScenario(EnvScenario):
             )
 
     def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
-        env: EnvBase
-        if num_envs == 1:
-            env = self._single(device)
-        else:
-            env = SerialEnv(num_envs, lambda: self._single(device), device=device)
-            env.start()
-            # SerialEnv forwards attributes as one value per copy; consumers expect one dict.
-            env.group_map = dict(env._envs[0].group_map)
-        if seed is not None:
-            env.set_seed(seed)
-        return env
+        return serial_copies(
+            lambda: self._single(device), num_envs=num_envs, seed=seed, device=device
+        )
 
     # ------------------------------------------------------------------ scripted situations
 

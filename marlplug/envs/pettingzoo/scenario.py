@@ -12,11 +12,12 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
-from torchrl.envs import EnvBase, FlattenObservation, PettingZooWrapper, SerialEnv
+from torchrl.envs import EnvBase, FlattenObservation, PettingZooWrapper
 
 from marlplug.envs.options import ScenarioOptions
 from marlplug.envs.pettingzoo.task import PettingZooTask
 from marlplug.envs.scenario import EnvScenario
+from marlplug.envs.serial import serial_copies
 from marlplug.envs.task_options import TaskOptions, task_options
 from marlplug.envs.transformed import with_transform
 
@@ -73,17 +74,9 @@ class PettingZooScenario(EnvScenario):
         return env
 
     def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
-        env: EnvBase
-        if num_envs == 1:
-            env = self._single(device)
-        else:
-            env = SerialEnv(num_envs, lambda: self._single(device), device=device)
-            env.start()
-            # SerialEnv forwards attributes as one value per copy; consumers expect one dict.
-            env.group_map = dict(env._envs[0].group_map)
-        if seed is not None:
-            env.set_seed(seed)
-        return env
+        return serial_copies(
+            lambda: self._single(device), num_envs=num_envs, seed=seed, device=device
+        )
 
 
 def pettingzoo_scenario(task: PettingZooTask) -> type[PettingZooScenario]:
