@@ -26,7 +26,11 @@ from marlplug.algorithms.maddpg_actions import (
 from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
-from marlplug.algorithms.state_codec import StateCodec, target_and_adam_layout
+from marlplug.algorithms.state_codec import (
+    StateCodec,
+    fresh_target_and_adam_state,
+    target_and_adam_layout,
+)
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
@@ -99,10 +103,7 @@ class MaddpgProgram:
             networks = dict(
                 zip(self._actor_names + self._critic_names, actor + critic, strict=True)
             )
-            state = {**networks, **{"target_" + k: v.clone() for k, v in networks.items()}}
-            state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in networks.items()})
-            state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in networks.items()})
-            state["adam_step"] = torch.zeros(())
+            state = fresh_target_and_adam_state(networks)
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
 

@@ -98,3 +98,19 @@ def target_and_adam_layout(networks: Shapes) -> tuple[Shapes, Shapes]:
     moments += [(f"adam_v.{name}", shape) for name, shape in networks]
     moments.append(("adam_step", ()))
     return theta, moments
+
+
+def fresh_target_and_adam_state(networks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The starting values of :func:`target_and_adam_layout`'s tensors: the networks, target copies
+    equal to them, Adam's moments and step count at zero.
+
+    Examples:
+        >>> state = fresh_target_and_adam_state({"q.w0": torch.ones(4, 2)})
+        >>> list(state), bool(state["target_q.w0"].eq(1).all()), float(state["adam_step"])
+        (['q.w0', 'target_q.w0', 'adam_m.q.w0', 'adam_v.q.w0', 'adam_step'], True, 0.0)
+    """
+    state = {**networks, **{"target_" + k: v.clone() for k, v in networks.items()}}
+    state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in networks.items()})
+    state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in networks.items()})
+    state["adam_step"] = torch.zeros(())
+    return state

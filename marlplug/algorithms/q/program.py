@@ -22,7 +22,11 @@ from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
-from marlplug.algorithms.state_codec import StateCodec, target_and_adam_layout
+from marlplug.algorithms.state_codec import (
+    StateCodec,
+    fresh_target_and_adam_state,
+    target_and_adam_layout,
+)
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
@@ -103,10 +107,7 @@ class QProgram:
                 source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             network = dict(zip(self._names, init_mlp(self.sizes, generator), strict=True))
-            state = {**network, **{"target_" + k: v.clone() for k, v in network.items()}}
-            state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in network.items()})
-            state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in network.items()})
-            state["adam_step"] = torch.zeros(())
+            state = fresh_target_and_adam_state(network)
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
 
