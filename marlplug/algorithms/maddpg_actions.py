@@ -19,7 +19,14 @@ from marlplug.nn.functional import gumbel_from_uniform_
 #: never the argmax and its softmax weight underflows to zero.
 MASKED_LOGIT = -1e9
 
-__all__ = ["MASKED_LOGIT", "draw_noise", "joint_target_actions", "own_policy_action"]
+__all__ = [
+    "MASKED_LOGIT",
+    "draw_noise",
+    "draw_uniform",
+    "joint_target_actions",
+    "own_policy_action",
+    "to_action_bounds",
+]
 
 
 def draw_noise(
@@ -38,6 +45,20 @@ def draw_noise(
     >>> torch.equal(draw_noise([4], 2, 5, 6)[0][0], target[1])  # agent 4's noise, alone or not
     True
     """
+    target, policy = draw_uniform(seeds, num_agents, batch_size, action_dim)
+    return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
+
+
+def draw_uniform(
+    seeds: Sequence[int], num_agents: int, batch_size: int, action_dim: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The uniform samples behind :func:`draw_noise` (``[S, M, B, A]`` and ``[S, B, A]``), each
+    updated agent's from its own seed alone; SAC turns them into its Gaussian noise.
+
+    >>> target, policy = draw_uniform([3], num_agents=2, batch_size=5, action_dim=6)
+    >>> bool(target.ge(0).all() and target.lt(1).all()), policy.shape
+    (True, torch.Size([1, 5, 6]))
+    """
     count = len(seeds)
     target = torch.empty(count, num_agents, batch_size, action_dim)
     policy = torch.empty(count, batch_size, action_dim)
@@ -45,7 +66,22 @@ def draw_noise(
         generator = torch.Generator().manual_seed(int(seed))
         torch.rand(target.shape[1:], generator=generator, out=target[row])
         torch.rand(policy.shape[1:], generator=generator, out=policy[row])
-    return gumbel_from_uniform_(target), gumbel_from_uniform_(policy)
+    return target, policy
+
+
+def to_action_bounds(
+    actions: torch.Tensor, low: torch.Tensor, high: torch.Tensor, discrete: torch.Tensor
+) -> torch.Tensor:
+    """Map continuous actions ``[E, M, A]`` from ``[-1, 1]`` to each agent's ``[low, high]``
+    (``[M]`` each); discrete agents' one-hot actions pass unchanged.
+
+    >>> to_action_bounds(torch.zeros(1, 1, 2), torch.tensor([0.0]), torch.tensor([1.0]),
+    ...                  torch.tensor([False]))
+    tensor([[[0.5000, 0.5000]]])
+    """
+    low, high = low.reshape(1, -1, 1), high.reshape(1, -1, 1)
+    scaled = low + (actions + 1) * 0.5 * (high - low)
+    return torch.where(discrete.reshape(1, -1, 1), actions, scaled)
 
 
 def joint_target_actions(

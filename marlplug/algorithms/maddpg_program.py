@@ -22,6 +22,7 @@ from marlplug.algorithms.maddpg_actions import (
     draw_noise,
     joint_target_actions,
     own_policy_action,
+    to_action_bounds,
 )
 from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
@@ -167,10 +168,7 @@ class MaddpgProgram:
 
     def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
         """Map continuous actions from ``[-1, 1]`` to each agent's ``[low, high]`` (discrete unchanged)."""
-        low = self.action_low.reshape(1, -1, 1)
-        high = self.action_high.reshape(1, -1, 1)
-        scaled = low + (actions + 1) * 0.5 * (high - low)
-        return torch.where(self.discrete.reshape(1, -1, 1), actions, scaled)
+        return to_action_bounds(actions, self.action_low, self.action_high, self.discrete)
 
     # ------------------------------------------------------------------ the update
 

@@ -82,35 +82,45 @@ class StateCodec:
 Shapes = list[tuple[str, tuple[int, ...]]]
 
 
-def target_and_adam_layout(networks: Shapes) -> tuple[Shapes, Shapes]:
-    """The rows of an agent trained with target networks and Adam (MADDPG, the Q-learners).
+def target_and_adam_layout(
+    networks: Shapes, untargeted: Shapes | None = None
+) -> tuple[Shapes, Shapes]:
+    """The rows of an agent trained with target networks and Adam (MADDPG, the Q-learners, SAC).
 
-    ``theta`` holds the networks, then a ``target_`` copy of each; ``opt_state`` holds Adam's first
-    and second moments of every network tensor, then the step count.
+    ``theta`` holds the networks, then the ``untargeted`` tensors (trained without a target copy,
+    e.g. SAC's actor and temperature), then a ``target_`` copy of each network; ``opt_state`` holds
+    Adam's first and second moments of every trained tensor, then the step count.
 
     Examples:
         >>> theta, opt_state = target_and_adam_layout([("q.w0", (4, 2))])
         >>> [name for name, _ in theta], [name for name, _ in opt_state]
         (['q.w0', 'target_q.w0'], ['adam_m.q.w0', 'adam_v.q.w0', 'adam_step'])
+        >>> [name for name, _ in target_and_adam_layout([("q.w0", (4, 2))], [("pi.w0", (4,))])[0]]
+        ['q.w0', 'pi.w0', 'target_q.w0']
     """
-    theta = networks + [("target_" + name, shape) for name, shape in networks]
-    moments = [(f"adam_m.{name}", shape) for name, shape in networks]
-    moments += [(f"adam_v.{name}", shape) for name, shape in networks]
+    trained = networks + list(untargeted or [])
+    theta = trained + [("target_" + name, shape) for name, shape in networks]
+    moments = [(f"adam_m.{name}", shape) for name, shape in trained]
+    moments += [(f"adam_v.{name}", shape) for name, shape in trained]
     moments.append(("adam_step", ()))
     return theta, moments
 
 
-def fresh_target_and_adam_state(networks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The starting values of :func:`target_and_adam_layout`'s tensors: the networks, target copies
-    equal to them, Adam's moments and step count at zero.
+def fresh_target_and_adam_state(
+    networks: Mapping[str, torch.Tensor], untargeted: Mapping[str, torch.Tensor] | None = None
+) -> dict[str, torch.Tensor]:
+    """The starting values of :func:`target_and_adam_layout`'s tensors: the networks (and the
+    ``untargeted`` tensors), target copies of the networks equal to them, Adam's moments and step
+    count at zero.
 
     Examples:
         >>> state = fresh_target_and_adam_state({"q.w0": torch.ones(4, 2)})
         >>> list(state), bool(state["target_q.w0"].eq(1).all()), float(state["adam_step"])
         (['q.w0', 'target_q.w0', 'adam_m.q.w0', 'adam_v.q.w0', 'adam_step'], True, 0.0)
     """
-    state = {**networks, **{"target_" + k: v.clone() for k, v in networks.items()}}
-    state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in networks.items()})
-    state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in networks.items()})
+    trained = {**networks, **(untargeted or {})}
+    state = {**trained, **{"target_" + k: v.clone() for k, v in networks.items()}}
+    state.update({f"adam_m.{k}": torch.zeros_like(v) for k, v in trained.items()})
+    state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in trained.items()})
     state["adam_step"] = torch.zeros(())
     return state
