@@ -29,12 +29,12 @@ from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     StateCodec,
+    clipped_adam_step,
     fresh_target_and_adam_state,
     target_and_adam_layout,
 )
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
-from marlplug.optim.adam import AdamSettings, adam
-from marlplug.optim.clip import clip_per_agent
+from marlplug.optim.adam import AdamSettings
 from marlplug.seeding import agent_seed, derive_seed
 
 if TYPE_CHECKING:
@@ -353,18 +353,9 @@ class MaddpgProgram:
     ) -> _Stepped:
         """Per-agent clip and Adam on one network: new params, moments, step counts, the norms
         before clipping and which agents stepped (finite norm)."""
-        clipped, norms, finite = clip_per_agent(grads, self.options.max_grad_norm)
-        # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
-        params, avgs, sqs, steps = adam(
-            [own[n] for n in names],
-            clipped,
-            [own["adam_m." + n] for n in names],
-            [own["adam_v." + n].clamp(min=0.0) for n in names],
-            own["adam_step"].round(),
-            finite,
-            settings=self.adam,
+        return clipped_adam_step(
+            own, names, grads, max_grad_norm=self.options.max_grad_norm, settings=self.adam
         )
-        return params, avgs, sqs, steps, norms, finite
 
     def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """``[S, B, M * A]`` joint target actions for target actor outputs ``raw`` ``[M, B, A]``

@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from marlplug.optim.adam import AdamSettings, adam
+from marlplug.optim.clip import clip_per_agent
+
 
 class StateCodec:
     """Flatten a per-agent named state (leading agent dimension) to ``[A, D]`` and back.
@@ -124,3 +127,47 @@ def fresh_target_and_adam_state(
     state.update({f"adam_v.{k}": torch.zeros_like(v) for k, v in trained.items()})
     state["adam_step"] = torch.zeros(())
     return state
+
+
+def clipped_adam_step(
+    state: Mapping[str, torch.Tensor],
+    names: Sequence[str],
+    grads: Sequence[torch.Tensor],
+    *,
+    max_grad_norm: float,
+    settings: AdamSettings,
+) -> tuple[
+    list[torch.Tensor],
+    list[torch.Tensor],
+    list[torch.Tensor],
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+]:
+    """One network's per-agent clip and Adam step on :func:`target_and_adam_layout` rows.
+
+    ``state`` holds the agents' unflattened rows, ``names`` the network's tensors and ``grads`` their
+    gradients (``[S, ...]`` each). Returns the new parameters, first and second moments, the step
+    counts, the gradient norms before clipping and which agents stepped (a finite norm).
+
+    Examples:
+        >>> state = fresh_target_and_adam_state({"q.w0": torch.ones(2, 3)})
+        >>> state = {k: v.unsqueeze(0) for k, v in state.items()}  # one agent
+        >>> params, _, _, steps, norms, stepped = clipped_adam_step(
+        ...     state, ["q.w0"], [torch.ones(1, 2, 3)], max_grad_norm=1.0,
+        ...     settings=AdamSettings(lr=0.1))
+        >>> round(float(params[0][0, 0, 0]), 4), steps.tolist(), bool(stepped[0])
+        (0.9, [1.0], True)
+    """
+    clipped, norms, finite = clip_per_agent(grads, max_grad_norm)
+    # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
+    params, avgs, sqs, steps = adam(
+        [state[n] for n in names],
+        clipped,
+        [state["adam_m." + n] for n in names],
+        [state["adam_v." + n].clamp(min=0.0) for n in names],
+        state["adam_step"].round(),
+        finite,
+        settings=settings,
+    )
+    return params, avgs, sqs, steps, norms, finite
