@@ -14,7 +14,7 @@ from marlplug.config import MAX_WIDTH, Options
 if TYPE_CHECKING:
     from marlplug.config.train import TrainSection
 
-__all__ = ["QOptions"]
+__all__ = ["QMixOptions", "QOptions"]
 
 
 class QOptions(Options):
@@ -124,3 +124,14 @@ class QOptions(Options):
                 "algorithm.buffer_size",
             )
         return state, f"the networks of {agents} agents", "env.agents"
+
+
+class QMixOptions(QOptions):
+    """QMIX's options: :class:`QOptions` and the width of its mixing network."""
+
+    mixing_embed_dim: int = Field(
+        32,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Width of QMIX's mixing network (TorchRL's QMixer mixing_embed_dim).",
+    )

@@ -1,5 +1,6 @@
 """Q-learning's update rule ``U`` over per-agent rows (:class:`QProgram`): IQL without a mixer, VDN
-with TorchRL's ``VDNMixer`` summing the agents' chosen Q-values into one team TD target.
+with TorchRL's ``VDNMixer`` summing the agents' chosen Q-values into one team TD target, QMIX with
+TorchRL's ``QMixer`` (whose parameters every row carries a copy of, :mod:`~marlplug.algorithms.q.mixing`).
 
 Agent ``i``'s ``theta`` row holds its Q-network and target Q-network (one stacked MLP per agent,
 :mod:`marlplug.nn.functional`); its ``opt_state`` row Adam's moments and step count. The update draws
@@ -21,6 +22,7 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.q.mixing import MixerRows
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     StateCodec,
@@ -52,7 +54,10 @@ class QProgram:
         mixer: ``None`` for independent Q-learning (each agent's own reward and TD target), or a
             TorchRL ``Mixer`` over all ``M`` agents (``VDNMixer``): the team's Q is the mixed
             chosen Q-values, its target the mixed target maxima plus the summed reward. A mixer
-            couples every agent's gradient, so every call forwards all agents.
+            couples every agent's gradient, so every call forwards all agents. A mixer with
+            parameters (``QMixer``) is trained with the Q-networks, a copy in every row.
+        state_index: what a mixer that needs a state reads (:func:`~marlplug.algorithms.q.mixing.
+            state_index`); default every agent's observation concatenated.
 
     Examples:
         >>> from marlplug.algorithms.q.options import QOptions
@@ -70,6 +75,7 @@ class QProgram:
         agents: Sequence[AgentSpace],
         *,
         mixer: torch.nn.Module | None = None,
+        state_index: torch.Tensor | None = None,
     ) -> None:
         self.options = options
         self.agents = list(agents)
@@ -79,6 +85,14 @@ class QProgram:
         self.sizes = [self.obs_dim, *options.hidden_sizes, self.action_dim]
         network = mlp_shapes("q", self.sizes)
         theta, moments = target_and_adam_layout(network)
+        #: The mixer's parameters in the rows, if it has any (``None`` for IQL and VDN).
+        self.mixer_rows: MixerRows | None = None
+        if mixer is not None and any(True for _ in mixer.parameters()):
+            if state_index is None:
+                state_index = torch.arange(self.num_agents * self.obs_dim)
+            self.mixer_rows = MixerRows(mixer, state_index)
+            theta += self.mixer_rows.theta_layout
+            moments += self.mixer_rows.opt_layout
         self.theta_codec = StateCodec(theta)
         self.opt_codec = StateCodec(moments)
         #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
@@ -99,7 +113,13 @@ class QProgram:
     def init_state(self, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Fresh ``(theta [M, P], opt_state [M, O])``: agent ``i``'s Q-network is drawn from
         ``(seed, i)`` alone (with ``share_params``, from its group's first agent's), its target is
-        a copy and its Adam state zero."""
+        a copy and its Adam state zero; a parametrized mixer is drawn from ``seed`` once, the same
+        copy in every row."""
+        mixer_state: dict[str, torch.Tensor] = {}
+        if self.mixer_rows is not None:
+            generator = torch.Generator().manual_seed(agent_seed(seed, 0, 0, salt=2))
+            mixer_state = fresh_target_and_adam_state(self.mixer_rows.fresh(generator))
+            mixer_state["mixer_adam_step"] = mixer_state.pop("adam_step")
         rows = []
         for index in range(self.num_agents):
             source = index
@@ -107,7 +127,7 @@ class QProgram:
                 source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             network = dict(zip(self._names, init_mlp(self.sizes, generator), strict=True))
-            state = fresh_target_and_adam_state(network)
+            state = {**fresh_target_and_adam_state(network), **mixer_state}
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
 
@@ -215,6 +235,10 @@ class QProgram:
         rows = torch.cat([theta_all.index_select(0, index), opt_state.index_select(0, index)], 1)
         state = self.codec.unflatten(rows)
         params = [state[n].detach().requires_grad_(True) for n in self._names]
+        mixing = self.mixer_rows
+        mixer_names = [] if mixing is None else ["mixer." + n for n in mixing.names]
+        # Every row holds the same mixer copy; a mixer forwards every agent, so row 0 is agent 0.
+        mixer_params = [state[n][0].detach().requires_grad_(True) for n in mixer_names]
 
         def per_agent(key: str) -> torch.Tensor:  # [F, B, ...] the forwarded agents' columns
             return batch[key].transpose(0, 1).index_select(0, index)
@@ -233,14 +257,21 @@ class QProgram:
             total = td_loss.sum()
         else:
             # The team's Q: the mixer over every agent's chosen value ([B, M, 1] -> [B, 1]).
-            team_q = self.mixer(taken.transpose(0, 1).unsqueeze(-1)).squeeze(-1)
+            team_q = self._mix(taken.transpose(0, 1), batch["obs"], mixer_params)
             with torch.no_grad():
-                team_next = self.mixer(best_next.transpose(0, 1).unsqueeze(-1)).squeeze(-1)
+                target_mixer = [state["target_" + n][0] for n in mixer_names]
+                team_next = self._mix(best_next.transpose(0, 1), batch["next_obs"], target_mixer)
                 team_alive = alive.amin(0)  # the episode ends for the team when any agent's does
                 td_target = reward.sum(0) + options.gamma * team_alive * team_next
             td_loss = (team_q - td_target).pow(2).mean()
             total = td_loss
-        grads = list(torch.autograd.grad(total, params))
+        grads = list(torch.autograd.grad(total, params + mixer_params))
+        grads, mixer_grads = grads[: len(params)], grads[len(params) :]
+        team_ok: torch.Tensor | None = None
+        if mixing is not None:
+            # One team loss and one mixer: a non-finite gradient anywhere leaves every row (and so
+            # every mixer copy) as it was, or the copies would diverge.
+            team_ok = torch.stack([torch.isfinite(g).all() for g in grads + mixer_grads]).all()
         if options.share_params:
             group = self.group_of.index_select(0, index)
             for number in group.unique().tolist():
@@ -252,7 +283,8 @@ class QProgram:
         own_rows = rows.index_select(0, position)
         own = self.codec.unflatten(own_rows)
         grads = [g.index_select(0, position) for g in grads]
-        clipped, norms, finite = clip_per_agent(grads, options.max_grad_norm)
+        agents_ok = None if team_ok is None else team_ok.expand(len(agents))
+        clipped, norms, finite = clip_per_agent(grads, options.max_grad_norm, agents_ok)
         # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
         new_params, avgs, sqs, steps = adam(
             [own[n] for n in self._names],
@@ -266,15 +298,17 @@ class QProgram:
         copy = (steps.round() % options.target_update_interval == 0) & finite
         new_state: dict[str, torch.Tensor] = {"adam_step": steps}
         for name, param, avg, sq in zip(self._names, new_params, avgs, sqs, strict=True):
-            target = own["target_" + name]
-            if options.target_update == "polyak":
-                new_target = target.lerp(param, options.tau)
-            else:
-                new_target = torch.where(copy.reshape(-1, *[1] * (param.dim() - 1)), param, target)
             new_state[name] = param
-            new_state["target_" + name] = new_target
+            new_state["target_" + name] = self._follow(own["target_" + name], param, copy)
             new_state["adam_m." + name] = avg
             new_state["adam_v." + name] = sq
+        extra_stats: dict[str, torch.Tensor] = {}
+        if team_ok is not None:
+            mixer_state, mixer_norm = self._step_mixer(state, mixer_names, mixer_grads, team_ok)
+            new_state.update(
+                {k: v.expand(len(agents), *v.shape[1:]) for k, v in mixer_state.items()}
+            )
+            extra_stats["mixer_grad_norm"] = mixer_norm[0]
         new_rows = self.codec.flatten(new_state)
         if not bool(finite.all()):
             new_rows = torch.where(finite.unsqueeze(1), new_rows, own_rows)
@@ -286,5 +320,53 @@ class QProgram:
             "grad_norm": norms,
             "stepped": finite,
             "nonfinite": ~finite,
+            **extra_stats,
         }
         return new_rows, stats
+
+    def _mix(
+        self, chosen: torch.Tensor, obs: torch.Tensor, mixer_params: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """The team's value ``[B]`` of the agents' chosen values ``[B, M]``."""
+        assert self.mixer is not None
+        if self.mixer_rows is None:
+            return self.mixer(chosen.unsqueeze(-1)).squeeze(-1)
+        return self.mixer_rows.mix(mixer_params, chosen, obs)
+
+    def _follow(
+        self, target: torch.Tensor, param: torch.Tensor, copy: torch.Tensor
+    ) -> torch.Tensor:
+        """The target network after a step: Polyak, or a copy where ``copy`` ``[A]`` is set."""
+        if self.options.target_update == "polyak":
+            return target.lerp(param, self.options.tau)
+        return torch.where(copy.reshape(-1, *[1] * (param.dim() - 1)), param, target)
+
+    def _step_mixer(
+        self,
+        state: dict[str, torch.Tensor],
+        names: list[str],
+        grads: list[torch.Tensor],
+        ok: torch.Tensor,
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """The mixer's clipped Adam step and target, as one row ``[1, ...]`` per tensor, from
+        agent 0's copy in ``state``; and its gradient norm ``[1]`` before clipping."""
+        clipped, norm, finite = clip_per_agent(
+            [g.unsqueeze(0) for g in grads], self.options.max_grad_norm, ok.reshape(1)
+        )
+        params, avgs, sqs, step = adam(
+            [state[n][:1] for n in names],
+            clipped,
+            [state["adam_m." + n][:1] for n in names],
+            [state["adam_v." + n][:1].clamp(min=0.0) for n in names],
+            state["mixer_adam_step"][:1].round(),
+            finite,
+            settings=self.adam,
+        )
+        copy = (step.round() % self.options.target_update_interval == 0) & finite
+        new: dict[str, torch.Tensor] = {"mixer_adam_step": step}
+        for name, param, avg, sq in zip(names, params, avgs, sqs, strict=True):
+            new[name] = param
+            new["target_" + name] = self._follow(state["target_" + name][:1], param, copy)
+            new["adam_m." + name] = avg
+            new["adam_v." + name] = sq
+        return new, norm
