@@ -74,7 +74,10 @@ class FlatActorPolicy:
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         explore = exploration_type() == ExplorationType.RANDOM
         obs = self.adapter.observations(tensordict)
-        actions = self.program.act(self.theta, obs, explore=explore)
+        masks: dict[str, Any] = {}
+        if getattr(self.program, "reads_action_mask", False) and self.adapter.has_action_mask:
+            masks["action_mask"] = self.adapter.action_masks(tensordict)  # the Q-learners
+        actions = self.program.act(self.theta, obs, explore=explore, **masks)
         return self.adapter.write_actions(tensordict, self.program.env_scale(actions))
 
 

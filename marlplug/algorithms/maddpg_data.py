@@ -101,6 +101,9 @@ class ExperienceCollector:
         self._episode = 0
         self._actions_since_reset: list[torch.Tensor] = []
         self._td = self._seeded_reset()
+        # A program that reads the env's action masks (the Q-learners) acts among the valid actions
+        # and stores the next step's mask (``next_action_mask``) for its TD target.
+        self.masked = getattr(program, "reads_action_mask", False) and self.adapter.has_action_mask
 
     def _seeded_reset(self) -> TensorDictBase:
         """Reset every env copy from the seed of ``(seed, episode)``; forget the replay log."""
@@ -138,18 +141,22 @@ class ExperienceCollector:
         transitions = []
         for _ in range(steps):
             obs = adapter.observations(self._td)
-            actions = self.program.act(theta_all, obs, generator=self.generator, explore=True)
+            masks = {"action_mask": adapter.action_masks(self._td)} if self.masked else {}
+            actions = self.program.act(
+                theta_all, obs, generator=self.generator, explore=True, **masks
+            )
             following, done = self._step(self.program.env_scale(actions))
             reward = adapter.rewards(following)
-            transitions.append(
-                (
-                    obs,
-                    actions,
-                    reward,
-                    adapter.observations(following),
-                    adapter.terminated(following),
-                )
-            )
+            transition = [
+                obs,
+                actions,
+                reward,
+                adapter.observations(following),
+                adapter.terminated(following),
+            ]
+            if self.masked:
+                transition.append(adapter.action_masks(following))
+            transitions.append(transition)
             self._running_return += reward.sum(-1)
             for env_index in torch.nonzero(done).flatten().tolist():
                 self.episode_returns.append(float(self._running_return[env_index]))
@@ -161,7 +168,8 @@ class ExperienceCollector:
                 TensorDict(
                     dict(
                         zip(
-                            ("obs", "action", "reward", "next_obs", "terminated"),
+                            ("obs", "action", "reward", "next_obs", "terminated")
+                            + (("next_action_mask",) if self.masked else ()),
                             columns,
                             strict=True,
                         )

@@ -66,6 +66,25 @@ class MultiAgentEnvAdapter:
         key = "terminated"
         return self._per_group(next_td, key, None).reshape(self.num_envs, -1) > 0.5
 
+    @property
+    def has_action_mask(self) -> bool:
+        """Whether some group's env writes an ``action_mask`` (LBF's)."""
+        return any(group.action_mask for group in self.layout)
+
+    def action_masks(self, td: TensorDictBase) -> torch.Tensor:
+        """``[E, M, A]`` which actions are valid now: a group's ``action_mask`` where its env
+        writes one, else all of its actions; padded actions are never valid."""
+        parts = []
+        for group in self.layout:
+            if group.action_mask:
+                value = td[group.group, "action_mask"].to(torch.bool)
+                if not self.batched:
+                    value = value.unsqueeze(0)
+            else:
+                value = torch.ones(self.num_envs, group.n_agents, group.n_actions, dtype=torch.bool)
+            parts.append(torch.nn.functional.pad(value, (0, self.action_dim - group.n_actions)))
+        return torch.cat(parts, dim=1)
+
     def write_actions(self, td: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
         """Put learner-side actions ``[E, M, A]`` into ``td`` in the env's action format."""
         start = 0

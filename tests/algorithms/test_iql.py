@@ -184,3 +184,63 @@ def test_iql_trains_and_resumes_bit_identically(tmp_path: Path) -> None:
     assert torch.equal(resumed.theta, whole.theta)
     assert torch.equal(resumed.opt_state, whole.opt_state)
     assert whole.opt_state[:, -1].tolist() == [4.0, 4.0]  # an update every iteration
+
+
+LBF = "Foraging-8x8-2p-2f-coop-v3"
+
+
+def test_the_td_target_skips_the_actions_the_next_mask_forbids() -> None:
+    program = make_program()
+    theta, opt_state = program.init_state(0)
+    next_mask = torch.ones(32, 3, program.action_dim, dtype=torch.bool)
+    next_mask[:, 0, 2] = False  # agent 0 may not take action 2 after any of these steps
+    state = program.theta_codec.unflatten(theta.clone())
+    state["target_q.b1"][0, 2] = 1e6  # a huge target Q-value on the forbidden action
+    poisoned = program.theta_codec.flatten(state)
+    masked = make_batch(program, next_action_mask=next_mask)
+    clean = program.update(theta, opt_state, masked, [0], seed=0)
+    dirty = program.update(poisoned, opt_state, masked, [0], seed=0)
+    assert torch.equal(clean.stats["td_loss"], dirty.stats["td_loss"])
+    unmasked = program.update(poisoned, opt_state, make_batch(program), [0], seed=0)
+    assert unmasked.stats["td_loss"][0] > 1e6  # without the mask it bootstraps from it
+
+
+@pytest.mark.parametrize("name", ["iql", "qmix"])
+def test_on_lbf_a_masked_action_is_never_chosen(name: str) -> None:
+    pytest.importorskip("lbforaging")
+    from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+    from marlplug.algorithms.acting import acting_policy
+    from marlplug.plugins import get_component
+
+    options = {"hidden_sizes": [16], "epsilon_start": 0.5, "steps_per_iteration": 300}
+    options |= {"learning_starts": 300, "minibatch_size": 16}
+    config = load_config(
+        data={"env": {"backend": "gymnasium", "name": LBF}, "algorithm": {"name": name, **options}}
+    )
+    env = make_env(LBF, backend="gymnasium", seed=0)
+    algorithm = get_component("algorithm", name)(**config.algorithm.options.model_dump())
+    program = algorithm.bind(env, config)
+    source = algorithm.rollouts(env, program, config)
+    theta, _ = program.init_state(0)
+    batch = next(iter(source.batches(theta, 0)))  # 300 steps, half of them greedy
+    assert batch["next_action_mask"].dtype == torch.bool
+    buffer = source.collector.buffer
+    rows = buffer.storage[torch.arange(len(buffer))]
+    # Where step t + 1 continues step t's episode, its action was allowed by step t's next mask.
+    continues = (rows["obs"][1:] == rows["next_obs"][:-1]).flatten(1).all(1)
+    allowed = (rows["action"][1:] * rows["next_action_mask"][:-1]).sum(-1) == 1  # [T - 1, M]
+    assert int(continues.sum()) > 200 and bool(allowed[continues].all())
+    assert not bool(rows["next_action_mask"].all())  # LBF does forbid actions
+
+    policy = acting_policy(program, env, theta)
+    for exploration in (ExplorationType.DETERMINISTIC, ExplorationType.RANDOM):
+        with set_exploration_type(exploration), torch.no_grad():
+            rollout = env.rollout(200, policy, break_when_any_done=False)
+        action = rollout["agent", "action"].unsqueeze(-1)
+        assert bool(rollout["agent", "action_mask"].gather(-1, action).all()), exploration
+    # Greedy without the mask would take a forbidden action here: the check can fail.
+    obs = rollout["agent", "observation"]
+    unmasked = program.act(theta, obs, explore=False).argmax(-1, keepdim=True)
+    assert not bool(rollout["agent", "action_mask"].gather(-1, unmasked).all())
+    source.close()

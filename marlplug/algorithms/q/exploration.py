@@ -24,6 +24,9 @@ class ScheduledActing:
     """A :class:`~marlplug.algorithms.q.program.QProgram`'s policy with the ``epsilon`` it is set
     to (what the replay collector acts with)."""
 
+    #: The collector passes the env's ``action_mask`` to :meth:`act`.
+    reads_action_mask = True
+
     def __init__(self, program: QProgram) -> None:
         self.program = program
         self.agents: list[AgentSpace] = program.agents
@@ -40,10 +43,16 @@ class ScheduledActing:
         *,
         generator: torch.Generator | None = None,
         explore: bool = True,
+        action_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The program's epsilon-greedy actions at this :attr:`epsilon`."""
+        """The program's epsilon-greedy actions at this :attr:`epsilon` (among the valid ones)."""
         return self.program.act(
-            theta_all, obs, generator=generator, explore=explore, epsilon=self.epsilon
+            theta_all,
+            obs,
+            generator=generator,
+            explore=explore,
+            epsilon=self.epsilon,
+            action_mask=action_mask,
         )
 
     def env_scale(self, actions: torch.Tensor) -> torch.Tensor:

@@ -38,7 +38,8 @@ from marlplug.seeding import agent_seed
 if TYPE_CHECKING:
     from marlplug.algorithms.q.options import QOptions
 
-#: Batch keys every Q-learning minibatch carries (``[B, M, ...]``; the replay buffer's).
+#: Batch keys every Q-learning minibatch carries (``[B, M, ...]``; the replay buffer's), and
+#: ``next_action_mask`` where the env writes action masks.
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
 
@@ -46,7 +47,9 @@ class QProgram:
     """Per-agent Q-learning over ``theta``/``opt_state`` rows, for a fixed list of agents.
 
     Observations and actions are zero-padded to the widest agent; a padded action is never chosen
-    (acting) nor bootstrapped from (the target's max).
+    (acting) nor bootstrapped from (the target's max). Nor is an action the env's ``action_mask``
+    forbids (LBF's): acting takes the mask, and the TD target's max skips the actions the
+    minibatch's ``next_action_mask`` forbids.
 
     Args:
         options: the hyperparameters.
@@ -68,6 +71,9 @@ class QProgram:
         >>> program.act(theta, torch.zeros(2, 3, 6), explore=False).shape  # one-hot [E, M, A]
         torch.Size([2, 3, 5])
     """
+
+    #: The replay collector and evaluation pass the env's ``action_mask`` to :meth:`act`.
+    reads_action_mask = True
 
     def __init__(
         self,
@@ -151,14 +157,18 @@ class QProgram:
         generator: torch.Generator | None = None,
         explore: bool = True,
         epsilon: float | None = None,
+        action_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One-hot actions ``[E, M, A]``: greedy in the Q-values, or with probability ``epsilon``
-        (default ``epsilon_end``; each agent and env copy on its own) a uniformly random valid one.
+        (default ``epsilon_end``; each agent and env copy on its own) a uniformly random valid one;
+        valid: not padding, and allowed by the env's ``action_mask`` ``[E, M, A]`` where given.
 
         Exploring always draws the same amount of random numbers, so the stream does not depend
         on ``epsilon``."""
         with torch.no_grad():
             mask = self.action_mask.unsqueeze(0)
+            if action_mask is not None:
+                mask = mask & action_mask.to(torch.bool)
             choice = self.q_values(theta_all, obs).masked_fill(~mask, -torch.inf).argmax(-1)
             if explore:
                 rate = self.options.epsilon_end if epsilon is None else epsilon
@@ -193,7 +203,8 @@ class QProgram:
             theta_all: ``[M, P]`` every agent's ``theta``.
             opt_state: ``[M, O]`` every agent's Adam state.
             batch: ``obs``/``next_obs`` ``[B, M, O]``, one-hot ``action`` ``[B, M, A]``,
-                ``reward`` and ``terminated`` ``[B, M]``.
+                ``reward`` and ``terminated`` ``[B, M]``; optionally the boolean
+                ``next_action_mask`` ``[B, M, A]`` (the env's, after the step).
             agents: which agents to update.
             seed: the round's seed (no random numbers are drawn).
 
@@ -247,8 +258,12 @@ class QProgram:
         taken = q.gather(-1, per_agent("action").argmax(-1, keepdim=True)).squeeze(-1)  # [F, B]
         with torch.no_grad():
             next_q = stacked_mlp(per_agent("next_obs"), [state["target_" + n] for n in self._names])
-            valid = self.action_mask.index_select(0, index).unsqueeze(1)
+            valid = self.action_mask.index_select(0, index).unsqueeze(1)  # [F, 1, A]
+            if batch.get("next_action_mask", None) is not None:
+                valid = valid & per_agent("next_action_mask").to(torch.bool)  # [F, B, A]
             best_next = next_q.masked_fill(~valid, -torch.inf).amax(-1)  # [F, B]
+            # No valid action at all (never in LBF): no bootstrap, rather than 0 * -inf = NaN.
+            best_next = torch.where(valid.any(-1), best_next, torch.zeros_like(best_next))
             reward = per_agent("reward")
             alive = 1.0 - per_agent("terminated").to(q.dtype)
         if self.mixer is None:
