@@ -30,6 +30,11 @@ BENCHMARKS: dict[str, LazyCommand] = {
         "marlplug's default config vs plain TorchRL MAPPO: evaluated return per frame budget and "
         "seed.",
     ),
+    "load": LazyCommand(
+        "marlplug.bench.load:load",
+        "A config trained idle and beside a load (a busy core, memory traffic, another run): "
+        "frames/s kept per torch_threads setting.",
+    ),
     "loss": LazyCommand(
         "marlplug.bench.loss:loss",
         "JointPPOLoss vs M separate ClipPPOLoss and its GEMM floor; the redundancy penalty's cost.",

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
@@ -36,6 +35,7 @@ from marlplug.errors import UserError
 from marlplug.runs.checkpoint import load_policy
 from marlplug.runs.trained_run import TrainedRun
 from marlplug.seeding import derive_seed
+from marlplug.train.threads import set_torch_threads
 
 #: How errors about the positional argument name it.
 RUN_ARGUMENT = "RUN_DIR|CHECKPOINT"
@@ -308,9 +308,8 @@ def evaluate(
         )
     if random_group is not None:
         target = with_random_group(target, random_group)
-    threads = target.config.train.torch_threads if target.config is not None else 1
-    if threads is not None:  # small networks run fastest on one thread (train.torch_threads)
-        torch.set_num_threads(threads)
+    # The run's own setting (auto: the CPUs free now); a policy without a run on one thread.
+    set_torch_threads(target.config.train.torch_threads if target.config is not None else 1)
     if gif is not None:  # checked before the episodes run: an unwritable path fails at once
         from marlplug.cli.render import check_writable
 

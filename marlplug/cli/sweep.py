@@ -44,7 +44,7 @@ from marlplug.plugins import get_plugin_manager
     type=click.IntRange(min=1, max=256),
     default=1,
     show_default=True,
-    help="Runs at once, one process each (a run uses train.torch_threads threads).",
+    help="Runs at once, one process each (train.torch_threads: auto gives each its share of the cores).",
 )
 @click.option(
     "--episodes",
@@ -133,15 +133,19 @@ def sweep(
 
 def _oversubscription_note(planned: list[PlannedRun], jobs: int) -> str | None:
     """A note when ``jobs`` runs at once want more torch threads than the machine has cores: they
-    would slow each other down."""
+    would slow each other down. ``auto`` (the default) shares the cores among the runs itself."""
     cores = os.cpu_count() or 1
-    threads = max(run.config.train.torch_threads or cores for run in planned)
+
+    def wanted(threads: int | str | None) -> int:
+        return 1 if threads == "auto" else cores if threads is None else int(threads)
+
+    threads = max(wanted(run.config.train.torch_threads) for run in planned)
     if min(jobs, len(planned)) * threads <= cores:
         return None
     return (
         f"note: --jobs {jobs} runs of train.torch_threads={threads} each want more threads than "
-        f"this machine's {cores} cores; add --set train.torch_threads={max(1, cores // jobs)} "
-        "(or fewer --jobs) for shorter wall times"
+        f"this machine's {cores} cores; add --set train.torch_threads=auto (each run takes its "
+        "share of the free cores) or fewer --jobs for shorter wall times"
     )
 
 

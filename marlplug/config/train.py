@@ -21,6 +21,9 @@ from marlplug.options import Options
 #: How the learning rate changes over a run: ``constant`` or ``linear`` (annealed to
 #: ``train.lr_final`` over ``train.updates`` updates).
 LrSchedule = Literal["constant", "linear"]
+#: ``train.torch_threads``: ``auto`` (:mod:`marlplug.train.threads` chooses), a number, or ``None``
+#: (torch's own default).
+TorchThreads = Literal["auto"] | int | None
 
 # The fields whose defaults differ between the joint trainer and the ``train:`` section: declared
 # once here, each class gives its own default. Upper bounds are far beyond any real run; they stop
@@ -128,11 +131,13 @@ class TrainSection(TrainerSettings):
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
-    torch_threads: int | None = Field(
-        1,
-        ge=1,
-        le=1024,
-        description="torch intra-op threads (small networks run fastest on one); null: torch's default.",
+    # auto by default: every core on an idle machine is the fastest measured for the packaged
+    # configs, and a core another process keeps busy stalls every parallel op (issue 47;
+    # docs/results/speed.md "On a busy machine"). marlplug.train.threads chooses.
+    torch_threads: TorchThreads = Field(
+        "auto",
+        description="torch intra-op threads: auto (the CPUs no other process keeps busy, divided "
+        "among a sweep's runs, chosen again every update), a number, or null (torch's default).",
     )
     # Evaluating every 10 updates costs little for PPO (20 episodes of 25 steps are ~500 frames,
     # against thousands per update) and draws the deterministic curve beside the noisy training
@@ -175,3 +180,13 @@ class TrainSection(TrainerSettings):
                 {"schedule": info.data.get("lr_schedule")},
             )
         return lr_final
+
+    @field_validator("torch_threads", mode="before")
+    @classmethod
+    def _threads(cls, value: object) -> object:
+        # One message for the three spellings instead of one per member of the union.
+        if value is None or value == "auto" or (type(value) is int and 1 <= value <= 1024):
+            return value
+        raise PydanticCustomError(
+            "torch_threads", "must be auto, a whole number from 1 to 1024, or null"
+        )

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlplug.config.messages import clip
 from marlplug.errors import UserError
+from marlplug.runs.machine import cpu_model
 
 #: The ``format`` field of every results file; bump it when the layout changes.
 RESULTS_FORMAT: Literal["marlplug-sweep/1"] = "marlplug-sweep/1"
@@ -162,43 +163,3 @@ def load_results(path: Path, *, argument: str = "RESULTS") -> SweepResults:
             f"{argument}: {path} is not a results file of marlplug sweep "
             f"({where}: {clip(first['msg'])}); give the file `marlplug sweep` wrote"
         ) from None
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what :mod:`platform` knows.
-
-    On x86 Linux the family and model numbers follow the name: a virtual machine often names its
-    CPU only "AMD EPYC", whatever the generation, and two generations can round differently.
-
-    Examples:
-        >>> bool(cpu_model())
-        True
-    """
-    try:
-        fields = _first_processor(Path("/proc/cpuinfo").read_text())
-    except OSError:
-        fields = {}
-    if "model name" not in fields:
-        return platform.processor() or platform.machine() or "unknown"
-    if "cpu family" in fields and "model" in fields:
-        return f"{fields['model name']} (family {fields['cpu family']}, model {fields['model']})"
-    return fields["model name"]
-
-
-def _first_processor(cpuinfo: str) -> dict[str, str]:
-    r"""The first processor's ``key: value`` lines of /proc/cpuinfo.
-
-    Examples:
-        >>> _first_processor("processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\n"
-        ...                  "model name\t: AMD EPYC\n\nprocessor\t: 1\nmodel\t\t: 1\n")
-        {'processor': '0', 'cpu family': '25', 'model': '17', 'model name': 'AMD EPYC'}
-    """
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if not line.strip():
-            if fields:
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields

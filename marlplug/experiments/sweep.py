@@ -9,6 +9,7 @@ finished runs and resumes the others from their checkpoints (``marlplug train --
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -28,11 +29,12 @@ from marlplug.experiments.results import (
     FinalEvaluation,
     RunResult,
     SweepResults,
-    cpu_model,
 )
 from marlplug.runs.checkpoint import CHECKPOINT_NAME
+from marlplug.runs.machine import cpu_model
 from marlplug.runs.reporting import stderr_progress
 from marlplug.runs.trained_run import TrainedRun
+from marlplug.train.threads import CPU_SHARE_ENV, cpu_share
 
 #: The results file inside a sweep's folder.
 RESULTS_NAME = "results.json"
@@ -89,6 +91,8 @@ class SweepRunner:
         self._processes: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._stopping = False
+        #: Runs sharing the CPUs (CPU_SHARE_ENV for each run's ``train.torch_threads: auto``).
+        self._share = cpu_share()
 
     def run_dir(self, run: PlannedRun) -> Path:
         return self.out / "runs" / run.configuration.folder / f"seed-{run.seed}"
@@ -107,6 +111,8 @@ class SweepRunner:
             UserError: some runs failed (the others are saved); the message names their logs.
         """
         todo = [run for run in planned if not results.done(run.configuration.name, run.seed)]
+        # Each run starts on its share of the CPUs (a sweep run beside the user's own share).
+        self._share = cpu_share() * max(1, min(jobs, len(todo)))
         results_path = self.out / RESULTS_NAME
         results.save(results_path)
         failures: list[str] = []
@@ -267,6 +273,7 @@ class SweepRunner:
                     stderr=stream,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
+                    env={**os.environ, CPU_SHARE_ENV: str(self._share)},
                 )
                 self._processes.add(process)
             try:

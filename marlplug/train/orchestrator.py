@@ -71,6 +71,7 @@ from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training, WaitingSource
 from marlplug.train.result import TrainResult
+from marlplug.train.threads import AutoThreads, set_torch_threads
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
 #: with no logging set up, and a library user can silence them).
@@ -116,8 +117,9 @@ def run(
     ignored: frozenset[str] = getattr(config.algorithm.options, "ignored_train_fields", frozenset())
     threads = torch.get_num_threads()
     try:
-        if config.train.torch_threads is not None and "torch_threads" not in ignored:
-            torch.set_num_threads(config.train.torch_threads)
+        auto = None
+        if "torch_threads" not in ignored:
+            auto = set_torch_threads(config.train.torch_threads)
         return _run(
             config,
             algorithm,
@@ -125,6 +127,7 @@ def run(
             run_dir=run_dir,
             resume_dir=resume_dir,
             progress=progress,
+            auto_threads=auto,
         )
     finally:
         # The thread count is process-wide: a library call leaves it as it found it.
@@ -139,8 +142,9 @@ def _run(
     run_dir: str | Path | None,
     resume_dir: Path | None,
     progress: bool | None,
+    auto_threads: AutoThreads | None = None,
 ) -> TrainResult:
-    """:func:`run` with the thread count set."""
+    """:func:`run` with the thread count set (``auto_threads``: chosen again every update)."""
     env = training_env(config)
     agent_names = [agent.name for agent in MultiAgentEnvAdapter(env).agents]
     total = total_iterations if total_iterations is not None else config.train.updates
@@ -178,7 +182,9 @@ def _run(
             seed=config.seed,
             max_nonfinite_steps=config.train.max_nonfinite_steps,
         )
-        return _Run(config, training, folder, total, progress, evaluation, notes).go(state)
+        run = _Run(config, training, folder, total, progress, evaluation, notes)
+        run.auto_threads = auto_threads
+        return run.go(state)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -209,6 +215,7 @@ class _Run:
         self.round_logs: list[RoundLog] = []
         self.checkpoint = folder / CHECKPOINT_NAME
         self.saved_iteration: int | None = None
+        self.auto_threads: AutoThreads | None = None
 
     def go(self, state: dict[str, Any] | None) -> TrainResult:
         if state is not None:
@@ -348,6 +355,8 @@ class _Run:
                 _LOG.warning("note: %s; this run stops at iteration %d", note, self.total)
 
     def _step(self) -> IterationLog:
+        if self.auto_threads is not None:  # a neighbour may have started or ended since
+            self.auto_threads.choose()
         try:
             return self.training.step()
         except RoundTimeoutError as error:  # one line, and the timeline up to the failed round

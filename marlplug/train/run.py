@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from marlplug.algorithms.ppo import PPO
@@ -17,6 +16,7 @@ from marlplug.plugins import get_component
 from marlplug.train.components import training_env
 from marlplug.train.orchestrator import run
 from marlplug.train.result import TrainResult
+from marlplug.train.threads import set_torch_threads
 from marlplug.train.trainer import JointMultiAgentTrainer
 
 #: What :func:`run_training` returns (kept for callers of marlplug 0.1).
@@ -65,8 +65,7 @@ def build_trainer(config: MarlplugConfig) -> JointMultiAgentTrainer:
     for index, spec in enumerate(config.losses):
         loss_cls = get_component("loss", spec.name, field=f"losses[{index}].name")
         aux_losses[spec.name] = loss_cls(**spec.options.model_dump())
-    if config.train.torch_threads is not None:
-        torch.set_num_threads(config.train.torch_threads)
+    set_torch_threads(config.train.torch_threads)
     env = training_env(config)
     trainer_config = JointTrainerConfig.from_sections(
         config.train, algorithm.loss_options, seed=config.seed

@@ -79,8 +79,12 @@ def test_runs_at_once_wanting_more_threads_than_cores_get_a_note(
         None, name="d", seeds=[0, 1], overrides=["train.torch_threads=2"], grid=[]
     )
     note = _oversubscription_note(two_threads, jobs=2)
-    assert note is not None and "--set train.torch_threads=1" in note and "2 cores" in note
+    assert note is not None and "--set train.torch_threads=auto" in note and "2 cores" in note
     assert _oversubscription_note(two_threads, jobs=1) is None
     assert _oversubscription_note(two_threads[:1], jobs=2) is None  # one run: nothing beside it
-    one_thread = plan_runs(None, name="d", seeds=[0, 1], overrides=[], grid=[])
+    one_thread = plan_runs(
+        None, name="d", seeds=[0, 1], overrides=["train.torch_threads=1"], grid=[]
+    )
     assert _oversubscription_note(one_thread, jobs=2) is None
+    auto = plan_runs(None, name="d", seeds=[0, 1], overrides=[], grid=[])  # the default shares
+    assert _oversubscription_note(auto, jobs=2) is None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from marlplug.experiments.results import _first_processor, cpu_model
+from marlplug.runs.machine import _first_processor, cpu_model
 
 
 def test_cpu_model_tells_cpu_generations_of_the_same_name_apart() -> None:
