@@ -1,19 +1,19 @@
-"""ISAC: independent SAC over per-agent rows; it meets the algorithm contract (with and without
-shared parameters), learns or fixes its temperature, refuses discrete actions in one line and trains
-a step through the orchestrator."""
+"""ISAC: independent SAC over per-agent rows; it meets the algorithm contract (continuous actions
+with and without shared parameters, discrete actions), learns or fixes its temperature and trains a
+step through the orchestrator."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
 import torch
 
 from marlplug import load_config
+from marlplug.algorithms.sac.discrete import DiscreteSacProgram
 from marlplug.algorithms.sac.isac import ISAC
 from marlplug.envs import make_env
-from marlplug.errors import UserError
 from marlplug.testing import AlgorithmContract
 from marlplug.testing.algorithms import build_algorithm, rollout_case
 from marlplug.train.components import training_env
@@ -84,11 +84,21 @@ def test_actions_in_bounds_and_mode_without_exploration() -> None:
     assert scaled.min() >= 0 and scaled.max() <= 1
 
 
-def test_discrete_actions_are_refused_in_one_line() -> None:
+class TestISACDiscrete(AlgorithmContract):
+    algorithm_class = ISAC
+    options: ClassVar[dict[str, Any]] = SMALL  # cooperative navigation's five discrete moves
+
+
+def test_discrete_actions_get_a_categorical_policy() -> None:
     env = make_env("cooperative_navigation", agents=2, seed=0)
-    with pytest.raises(UserError, match=r"algorithm\.name: isac needs continuous actions") as error:
-        ISAC().bind(env)
-    assert "\n" not in str(error.value)
+    program = ISAC(**SMALL).bind(env)
+    assert isinstance(program, DiscreteSacProgram)
+    assert program.critic_sizes[-1] == program.action_dim  # a Q-value per action
+    case = rollout_case(build_algorithm(ISAC, {**SMALL, "alpha": 0.1}))
+    result = case.program.update(case.theta_all, case.opt_state, case.batch, [0, 1, 2], 0)
+    # The expectation over the actions: the entropy is exact and at most log(5).
+    assert bool((result.stats["entropy"] <= math.log(5) + 1e-6).all())
+    assert torch.equal(result.stats["alpha"], torch.full((3,), 0.1).log().exp())
 
 
 def test_isac_trains_a_step(tmp_path: Path) -> None:

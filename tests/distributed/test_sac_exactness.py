@@ -25,6 +25,13 @@ SAC = [
     "env.max_steps=25",
     "logging.progress=false",
 ]
+# Discrete SAC on mpe's cooperative navigation: expectations over the actions, nothing sampled.
+DISCRETE = [
+    "env.backend=mpe",
+    "env.name=cooperative_navigation",
+    "env.agents=3",
+    "env.continuous_actions=false",
+]
 SIMULATED = [
     "coding.scheme=mds",
     "coding.learners=4",
@@ -34,13 +41,20 @@ SIMULATED = [
 ]
 
 
-@pytest.mark.parametrize("algorithm", ["isac", "masac"])
-def test_coded_sac_ends_bit_identical_to_centralized(tmp_path: Path, algorithm: str) -> None:
-    if "vmas" not in available_envs():
+@pytest.mark.parametrize(
+    ("algorithm", "env"),
+    [("isac", []), ("masac", []), ("isac", DISCRETE), ("masac", DISCRETE)],
+    ids=["isac", "masac", "isac-discrete", "masac-discrete"],
+)
+def test_coded_sac_ends_bit_identical_to_centralized(
+    tmp_path: Path, algorithm: str, env: list[str]
+) -> None:
+    if "vmas" not in available_envs() and not env:
         pytest.skip("the vmas backend is not installed")
 
     def state(name: str, *extra: str) -> tuple[torch.Tensor, torch.Tensor]:
-        config = load_config(data={}, overrides=[*SAC, f"algorithm.name={algorithm}", *extra])
+        overrides = [*SAC, f"algorithm.name={algorithm}", *env, *extra]
+        config = load_config(data={}, overrides=overrides)
         result = run(config, run_dir=tmp_path / name)
         return result.theta, result.opt_state
 

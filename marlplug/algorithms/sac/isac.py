@@ -1,6 +1,7 @@
 """ISAC: independent soft actor-critic (plugin name ``isac``), each agent's twin critics on its own
-observation and action; the update is :class:`~marlplug.algorithms.sac.program.SacProgram`, which
-splits by agent, so ISAC trains coded exactly as centralized."""
+observation and action; the update is :class:`~marlplug.algorithms.sac.program.SacProgram`
+(:class:`~marlplug.algorithms.sac.discrete.DiscreteSacProgram` for discrete actions), which splits
+by agent, so ISAC trains coded exactly as centralized."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchrl.envs import EnvBase
 
+from marlplug.algorithms.sac.discrete import DiscreteSacProgram
 from marlplug.algorithms.sac.options import SacOptions
 from marlplug.algorithms.sac.program import SacProgram
 from marlplug.algorithms.spaces import AgentSpace
@@ -19,25 +21,27 @@ if TYPE_CHECKING:
     from marlplug.algorithms.maddpg_data import ReplayRollouts
     from marlplug.config import MarlplugConfig
 
-__all__ = ["ISAC", "continuous_agents"]
+__all__ = ["ISAC", "one_action_kind"]
 
 
-def continuous_agents(env: EnvBase, algorithm: str) -> list[AgentSpace]:
-    """``env``'s agents, or a one-line error when one acts discretely (SAC here samples a
-    TanhNormal)."""
+def one_action_kind(env: EnvBase, algorithm: str) -> list[AgentSpace]:
+    """``env``'s agents, or a one-line error when some act discretely and others continuously
+    (one program samples either TanhNormal or categorical policies)."""
     agents = MultiAgentEnvAdapter(env).agents
     discrete = [agent.name for agent in agents if agent.discrete]
-    if discrete:
+    if discrete and len(discrete) < len(agents):
+        continuous = [agent.name for agent in agents if not agent.discrete]
         raise UserError(
-            f"algorithm.name: {algorithm} needs continuous actions, but {', '.join(discrete)} "
-            f"act discretely; set env.continuous_actions: true or use maddpg, iddpg or iql"
+            f"algorithm.name: {algorithm} needs one action kind, but {', '.join(discrete)} act "
+            f"discretely and {', '.join(continuous)} continuously; use maddpg or iddpg"
         )
     return agents
 
 
 class ISAC:
-    """Independent SAC (plugin name ``isac``): per agent a TanhNormal actor, twin critics on its own
-    observation and action with Polyak targets, and a learned (or fixed) entropy temperature.
+    """Independent SAC (plugin name ``isac``): per agent a TanhNormal actor (a categorical one for
+    discrete actions), twin critics on its own observation (and action) with Polyak targets, and a
+    learned (or fixed) entropy temperature.
 
     Built from its :class:`SacOptions`; :meth:`rollouts` is the replay buffer MADDPG's update
     learns from too (:class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`).
@@ -58,13 +62,16 @@ class ISAC:
         self.options = self.Options(**options)
 
     def program(self, agents: Sequence[AgentSpace]) -> SacProgram:
-        """The update program for these agents (in this order)."""
+        """The update program for these agents (in this order): TanhNormal actors for continuous
+        actions, categorical ones (:class:`DiscreteSacProgram`) for discrete actions."""
+        if agents and all(agent.discrete for agent in agents):
+            return DiscreteSacProgram(self.options, agents)
         return SacProgram(self.options, agents)
 
     def bind(self, env: EnvBase, config: MarlplugConfig | None = None) -> SacProgram:
-        """The update program for ``env``'s agents (a one-line error for discrete actions)."""
+        """The update program for ``env``'s agents (a one-line error for mixed action kinds)."""
         del config
-        return self.program(continuous_agents(env, self._name))
+        return self.program(one_action_kind(env, self._name))
 
     def rollouts(self, env: EnvBase, program: SacProgram, config: MarlplugConfig) -> ReplayRollouts:
         """The replay buffer filled by acting in ``env`` with the current (sampling) actors."""

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
 _CRITICS = ("critic1", "critic2")
+_Tensors = list[torch.Tensor]
+#: One network's step: new params, first and second moments, step counts, norms, who stepped.
+_Step = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class SacProgram:
@@ -74,11 +77,7 @@ class SacProgram:
         self.agents = list(agents)
         self.num_agents = len(self.agents)
         self.obs_dim, self.action_dim = padded_dims(self.agents)
-        hidden = list(options.hidden_sizes)
-        # The actor gives each action column's mean and (pre-squash) log standard deviation.
-        self.actor_sizes = [self.obs_dim, *hidden, 2 * self.action_dim]
-        critic_inputs = self.num_agents if options.critic == "joint" else 1
-        self.critic_sizes = [critic_inputs * (self.obs_dim + self.action_dim), *hidden, 1]
+        self.actor_sizes, self.critic_sizes = self._network_sizes()
         critics = [mlp_shapes(name, self.critic_sizes) for name in _CRITICS]
         actor = mlp_shapes("actor", self.actor_sizes)
         # Only the critics have targets; the actor and the temperature are trained without one.
@@ -97,14 +96,26 @@ class SacProgram:
         self.action_mask = torch.stack(
             [torch.arange(self.action_dim) < agent.action_dim for agent in self.agents]
         )  # [M, A]
-        #: ``[M]`` each agent's target entropy: minus its number of action dimensions.
-        self.target_entropy = -torch.tensor([float(a.action_dim) for a in self.agents])
+        #: ``[M]`` each agent's target entropy.
+        self.target_entropy = self._target_entropy()
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
         groups = list(dict.fromkeys(agent.group for agent in self.agents))
         #: ``[M]`` each agent's group number, in ``group_map`` order.
         self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
+
+    def _network_sizes(self) -> tuple[list[int], list[int]]:
+        """The actor's and each critic's layer widths (input first)."""
+        hidden = list(self.options.hidden_sizes)
+        # The actor gives each action column's mean and (pre-squash) log standard deviation.
+        actor = [self.obs_dim, *hidden, 2 * self.action_dim]
+        critic_inputs = self.num_agents if self.options.critic == "joint" else 1
+        return actor, [critic_inputs * (self.obs_dim + self.action_dim), *hidden, 1]
+
+    def _target_entropy(self) -> torch.Tensor:
+        """``[M]`` minus each agent's number of action dimensions (SAC's usual target)."""
+        return -torch.tensor([float(agent.action_dim) for agent in self.agents])
 
     # ------------------------------------------------------------------ state
 
@@ -247,12 +258,7 @@ class SacProgram:
         own_mask = self.action_mask.index_select(0, index).unsqueeze(1)  # [F, 1, A]
 
         def twins(prefix: str, params: dict[str, torch.Tensor] | None = None) -> list[torch.Tensor]:
-            source = own if params is None else params
-            first, second = self._critic_names
-            return [
-                torch.cat([source[prefix + a], source[prefix + b]])
-                for a, b in zip(first, second, strict=True)
-            ]
+            return self._twin_params(own if params is None else params, prefix)
 
         def soft_min_q(actions: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
             """``[2, F, B]`` both critics of every forwarded agent on joint ``actions``."""
@@ -297,18 +303,9 @@ class SacProgram:
         critic_params = [torch.cat(pair) for pair in zip(*critic_leaves, strict=True)]
         q_value = soft_min_q(buffer_actions, critic_params)
         critic_loss = (q_value - td_target).pow(2).mean(dim=2).sum(dim=0)  # [F]
-        critic_grads = self._shared(
-            torch.autograd.grad(critic_loss.sum(), critic_leaves[0] + critic_leaves[1]), group
+        stepped_critics = self._step_critics(
+            own, torch.autograd.grad(critic_loss.sum(), critic_leaves[0] + critic_leaves[1]), group
         )
-        half = len(self._critic_names[0])
-        stepped_critics = [
-            clipped_adam_step(
-                own, names, grads, max_grad_norm=options.max_grad_norm, settings=self.adam
-            )
-            for names, grads in zip(
-                self._critic_names, (critic_grads[:half], critic_grads[half:]), strict=True
-            )
-        ]
         new_critics = {
             name: param
             for names, stepped in zip(self._critic_names, stepped_critics, strict=True)
@@ -327,20 +324,66 @@ class SacProgram:
         policy_q = soft_min_q(policy_actions, twins("", updated)).amin(0)  # [F, B]
         actor_loss = (alpha * log_prob - policy_q).mean(dim=1)
         actor_grads = self._shared(torch.autograd.grad(actor_loss.sum(), actor), group)
-        new_actor, actor_m, actor_v, new_step, actor_norm, actor_ok = clipped_adam_step(
+        actor_step = clipped_adam_step(
             own,
             self._actor_names,
             actor_grads,
             max_grad_norm=options.max_grad_norm,
             settings=self.adam,
         )
+        losses = {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach()}
+        entropy = -log_prob.detach()  # [F, B]: a one-sample estimate
+        return self._finish(
+            own, own_rows, (forwarded, agents), group, stepped_critics, actor_step, entropy, losses
+        )
 
-        # --- temperature: towards the target entropy (or fixed)
+    def _twin_params(self, state: dict[str, torch.Tensor], prefix: str = "") -> list[torch.Tensor]:
+        """Both critics' stacked parameters as one stack of ``2S`` replicas (critic 1's first), so
+        the twins run as one batched network."""
+        first, second = self._critic_names
+        return [
+            torch.cat([state[prefix + a], state[prefix + b]])
+            for a, b in zip(first, second, strict=True)
+        ]
+
+    def _step_critics(
+        self, own: dict[str, torch.Tensor], grads: Sequence[torch.Tensor], group: torch.Tensor
+    ) -> list[_Step]:
+        """Both critics' per-agent clip and Adam step, from their gradients (critic 1's, then 2's)."""
+        grads = self._shared(grads, group)
+        half = len(self._critic_names[0])
+        return [
+            clipped_adam_step(
+                own, names, part, max_grad_norm=self.options.max_grad_norm, settings=self.adam
+            )
+            for names, part in zip(self._critic_names, (grads[:half], grads[half:]), strict=True)
+        ]
+
+    def _finish(
+        self,
+        own: dict[str, torch.Tensor],
+        own_rows: torch.Tensor,
+        calls: tuple[list[int], list[int]],
+        group: torch.Tensor,
+        stepped_critics: list[_Step],
+        actor_step: _Step,
+        entropy: torch.Tensor,
+        losses: dict[str, torch.Tensor],
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Step the temperature on the policy's ``entropy`` ``[F, B]`` (unless fixed), move the
+        target critics, pack the new rows and select the asked agents' (``calls``: the forwarded
+        and the asked agents)."""
+        options = self.options
+        forwarded, agents = calls
+        index = torch.as_tensor(forwarded, dtype=torch.long)
+        alpha = own["log_alpha"].exp()
+        new_actor, actor_m, actor_v, new_step, actor_norm, actor_ok = actor_step
         new_state: dict[str, torch.Tensor] = {}
         stepped = actor_ok
-        entropy_error = log_prob.detach() + self.target_entropy.index_select(0, index)[:, None]
         if options.alpha is None:
-            alpha_grad = [-entropy_error.mean(dim=1, keepdim=True)]  # d(-log_alpha * error)
+            # d/d(log_alpha) of log_alpha * (entropy - target): alpha grows while the entropy is low
+            target = self.target_entropy.index_select(0, index).unsqueeze(1)
+            alpha_grad = [(entropy - target).mean(dim=1, keepdim=True)]
             log_alpha, alpha_m, alpha_v, _, _, alpha_ok = clipped_adam_step(
                 own,
                 ["log_alpha"],
@@ -383,10 +426,9 @@ class SacProgram:
             rows = torch.where(stepped.unsqueeze(1), rows, own_rows)
         critic_norm = torch.hypot(stepped_critics[0][4], stepped_critics[1][4])
         stats = {
-            "critic_loss": critic_loss.detach(),
-            "actor_loss": actor_loss.detach(),
+            **losses,
             "alpha": alpha.squeeze(1),
-            "entropy": -log_prob.detach().mean(dim=1),
+            "entropy": entropy.mean(dim=1),
             "critic_grad_norm": critic_norm,
             "actor_grad_norm": actor_norm,
             "stepped": stepped,
