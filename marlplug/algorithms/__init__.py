@@ -14,6 +14,8 @@
 - ``iddpg`` (:mod:`~marlplug.algorithms.iddpg`): MADDPG with local critics by default.
 - :mod:`~marlplug.algorithms.q`: the value-based family (``iql``), per-agent Q-networks with
   replay, target networks and epsilon-greedy exploration.
+- :mod:`~marlplug.algorithms.sac`: soft actor-critic (``isac``, ``masac``), per-agent TanhNormal or
+  categorical actors, twin critics and temperatures, on MADDPG's replay and critic code.
 - :mod:`~marlplug.algorithms.maddpg_data`: the off-policy replay buffer and
   :class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`, the rollout source of every program
   that can act (MADDPG, plugins).
