@@ -125,3 +125,17 @@ def test_the_same_seed_trains_bit_identically(tmp_path: Path) -> None:
     assert torch.equal(first.theta, second.theta)
     assert torch.equal(first.opt_state, second.opt_state)
     assert first.opt_state[:, -1].tolist() == [2.0, 2.0, 2.0]  # two mixer steps
+
+
+def test_the_team_reward_is_credited_to_the_agent_whose_action_earned_it() -> None:
+    program = qmix_program(lr=3e-3)
+    theta, opt_state = program.init_state(1)
+    for step in range(400):
+        batch = make_batch(program, size=64, seed=step)
+        # The whole team is rewarded when agent 0 takes action 3, whatever the others do.
+        batch["reward"] = batch["action"][:, 0, 3].unsqueeze(1).expand(64, 3) / 3
+        batch["terminated"] = torch.ones(64, 3, dtype=torch.bool)
+        update = program.update(theta, opt_state, batch, [0, 1, 2], seed=0)
+        theta, opt_state = update.theta, update.opt_state
+    greedy = program.act(theta, torch.randn(500, 3, program.obs_dim), explore=False)
+    assert bool((greedy[:, 0].argmax(-1) == 3).all())
