@@ -194,6 +194,53 @@ def rows_speed_redundancy() -> Iterator[str]:
         )
 
 
+def rows_speed_busy_loads() -> Iterator[str]:
+    for bench in load("busy_machine.json")["loads"]:
+        for r in bench["rows"]:
+            yield row(
+                f"`{bench['config']}`",
+                r["threads"],
+                r["load"],
+                number(r["fps"], digits=0),
+                number(r["vs_idle"], digits=2),
+                number(r["vs_one_thread"], digits=2),
+                number(r["collect_vs_idle"], digits=2),
+                number(r["update_vs_idle"], digits=2),
+            )
+
+
+def rows_speed_busy_waits() -> Iterator[str]:
+    for r in load("busy_machine.json")["waits"]["rows"]:
+        yield row(
+            r["threads"],
+            r["waits"],
+            r["load"],
+            number(r["fps"], digits=0),
+            str(r["runs"]),
+        )
+
+
+def rows_speed_busy_idle() -> Iterator[str]:
+    for r in load("busy_machine.json")["idle"]:
+        yield row(
+            f"`{r['config']}`",
+            str(r["old_threads"]),
+            number(r["old_fps"], digits=0),
+            number(r["auto_fps"], digits=0),
+            number(r["auto_over_old"], digits=2),
+        )
+
+
+def rows_speed_busy_sweeps() -> Iterator[str]:
+    for r in load("busy_machine.json")["sweeps"]:
+        yield row(
+            f"`{r['config']}`",
+            duration(r["jobs_1_s"]),
+            duration(r["jobs_2_s"]),
+            number(r["jobs_2_over_jobs_1"], digits=2),
+        )
+
+
 # --- results/learning.md ----------------------------------------------------------------------
 
 
@@ -445,6 +492,10 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "speed: joint step, M = 32": ("speed.md", rows_speed_loss_m32),
     "speed: joint step, state critic": ("speed.md", rows_speed_loss_state),
     "speed: redundancy penalty, M = 32": ("speed.md", rows_speed_redundancy),
+    "speed: busy machine, loads": ("speed.md", rows_speed_busy_loads),
+    "speed: busy machine, OpenMP waits": ("speed.md", rows_speed_busy_waits),
+    "speed: busy machine, idle": ("speed.md", rows_speed_busy_idle),
+    "speed: busy machine, sweeps": ("speed.md", rows_speed_busy_sweeps),
     "learning: default route": ("learning.md", rows_learning_default_route),
     "learning: route choices": ("learning.md", rows_learning_route_choices),
     "learning: mpe route": ("learning.md", rows_learning_mpe_route),

@@ -90,7 +90,7 @@ def running_load(load: str | None, config: Path, folder: Path) -> Iterator[None]
         return
     cpu = usable_cpus()[-1]
     process = subprocess.Popen(
-        _load_command(load, config, folder),
+        _load_command(load, config, Path(tempfile.mkdtemp(dir=folder))),  # a run folder each time
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -99,9 +99,13 @@ def running_load(load: str | None, config: Path, folder: Path) -> Iterator[None]
     )
     try:
         time.sleep(2.0 if load == "train" else 0.5)  # let it get going
-        if process.poll() is not None:
-            raise UserError(f"--load {load}: the load exited at once (status {process.returncode})")
         yield
+        # A load that ended early would make a loaded figure an idle one.
+        if process.poll() is not None:
+            raise UserError(
+                f"--load {load}: the load ended while the run was measured "
+                f"(status {process.returncode}); nothing is reported"
+            )
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()

@@ -118,8 +118,10 @@ def run(
     threads = torch.get_num_threads()
     try:
         auto = None
-        if "torch_threads" not in ignored:
-            auto = set_torch_threads(config.train.torch_threads)
+        if config.train.torch_threads == "auto" and "torch_threads" not in ignored:
+            auto = AutoThreads()  # chooses before every update, trying both sizes first
+        elif "torch_threads" not in ignored:
+            set_torch_threads(config.train.torch_threads)
         return _run(
             config,
             algorithm,
@@ -355,10 +357,12 @@ class _Run:
                 _LOG.warning("note: %s; this run stops at iteration %d", note, self.total)
 
     def _step(self) -> IterationLog:
-        if self.auto_threads is not None:  # a neighbour may have started or ended since
-            self.auto_threads.choose()
+        auto = self.auto_threads
+        if auto is not None:  # a neighbour may have started or ended since the last update
+            auto.choose()
+        start = time.perf_counter()
         try:
-            return self.training.step()
+            log = self.training.step()
         except RoundTimeoutError as error:  # one line, and the timeline up to the failed round
             if self.config.coding is None:
                 raise
@@ -368,6 +372,9 @@ class _Run:
                 self.folder / TIMELINE_NAME,
                 num_learners=self.config.coding.learners,
             ) from None
+        if auto is not None:
+            auto.timed(time.perf_counter() - start)
+        return log
 
     def _finish(
         self, result: TrainResult, start_steps: int, seconds: float, logger: RunLogger

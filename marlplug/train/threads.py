@@ -148,8 +148,15 @@ def threads_for(cpus: int, others: float, share: int) -> int:
 
 
 class AutoThreads:
-    """``train.torch_threads: auto``: :meth:`choose` sets torch's thread count from the CPUs other
-    processes left free since the last choice (the first: since this object was made).
+    """``train.torch_threads: auto``: :meth:`choose` sets torch's thread count before each update,
+    from the CPUs other processes left free since the last choice (the first: since this object
+    was made) and from what the run measured itself (:meth:`timed`).
+
+    More threads only pay where the tensors are large: ``spread_vmas.yaml`` (600 copies) trains
+    ~1.35x faster on 2 threads than on one, but ``marlplug train`` with no config (mpe, small
+    minibatches) ~1.3x slower. So while more than one CPU is free, the first update warms up, the
+    second runs on every free CPU and the third on one, and the run keeps the faster (the result is
+    the same bit for bit either way).
 
     Examples:
         >>> auto = AutoThreads()
@@ -162,25 +169,39 @@ class AutoThreads:
         self.share = share if share is not None else cpu_share()
         self._last = CpuClock.now(self.cpus)
         self.threads = torch.get_num_threads()
+        #: Whether one thread beat every free CPU in the trials (``None``: not tried yet).
+        self.one_is_faster: bool | None = None
+        self._trials: list[str] = ["warm-up", "many", "one"]
+        self._trial: str | None = None
+        self._seconds: dict[str, float] = {}
 
     def choose(self) -> int:
-        """Pick and set the thread count for the work that follows; return it."""
+        """Pick and set the thread count for the update that follows; return it."""
         waited = time.monotonic() - self._last.wall_s
         if waited < MIN_INTERVAL_S:  # too short to tell a busy CPU from noise
             time.sleep(MIN_INTERVAL_S - waited)
         now = CpuClock.now(self.cpus)
-        others = other_processes_cores(self._last, now)
+        free = threads_for(len(self.cpus), other_processes_cores(self._last, now), self.share)
         self._last = now
-        self.threads = threads_for(len(self.cpus), others, self.share)
+        # A trial only while more than one CPU is free: else there is nothing to compare.
+        self._trial = self._trials.pop(0) if free > 1 and self._trials else None
+        self.threads = 1 if self._trial == "one" or self.one_is_faster else free
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
         return self.threads
 
+    def timed(self, seconds: float) -> None:
+        """How long the update after the last :meth:`choose` took (a trial's time is kept)."""
+        if self._trial in ("many", "one"):
+            self._seconds[self._trial] = seconds
+        if len(self._seconds) == 2 and self.one_is_faster is None:
+            self.one_is_faster = self._seconds["one"] < self._seconds["many"]
+
 
 def set_torch_threads(setting: TorchThreads) -> AutoThreads | None:
-    """Apply ``train.torch_threads`` once: a number sets it, ``None`` leaves torch's default,
-    ``auto`` chooses now (a first measurement of :data:`MIN_INTERVAL_S`) and returns the
-    :class:`AutoThreads` that can choose again.
+    """Apply ``train.torch_threads`` once (code that does not run updates one by one): a number
+    sets it, ``None`` leaves torch's default, ``auto`` chooses from the CPUs free now (a
+    measurement of :data:`MIN_INTERVAL_S`) and returns the :class:`AutoThreads` that did.
 
     Examples:
         >>> previous = torch.get_num_threads()

@@ -93,3 +93,22 @@ def test_the_thread_count_does_not_change_the_result(tmp_path: Path) -> None:
     one = _trained_state(1, tmp_path / "one")
     two = _trained_state(2, tmp_path / "two")
     assert torch.equal(one, two)
+
+
+def test_auto_tries_every_free_cpu_and_one_then_keeps_the_faster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("marlplug.train.threads.other_processes_cores", lambda *_: 0.0)
+    threads = torch.get_num_threads()
+    try:
+        for one_seconds, kept in ((1.0, 1), (3.0, 2)):
+            auto = AutoThreads(share=1)
+            auto.cpus = [0, 1]  # as on a 2-core machine, with nothing else running
+            tried = []
+            for seconds in (9.0, 2.0, one_seconds, 1.0, 1.0):  # warm-up, 2 threads, 1 thread, ...
+                tried.append(auto.choose())
+                auto.timed(seconds)
+            assert tried == [2, 2, 1, kept, kept]
+            assert auto.one_is_faster is (kept == 1)
+    finally:
+        torch.set_num_threads(threads)
