@@ -33,7 +33,7 @@ from marlplug.config.train import TorchThreads
 CPU_SHARE_ENV = "MARLPLUG_CPU_SHARE"
 #: A CPU other processes used more than this share of (0 to 1) is not counted as free.
 BUSY_SHARE = 0.3
-#: The shortest interval ``auto`` measures over; a shorter one waits (a first choice only).
+#: The shortest interval ``auto`` measures other processes over (a first choice: any).
 MIN_INTERVAL_S = 0.2
 
 
@@ -174,15 +174,18 @@ class AutoThreads:
         self._trials: list[str] = ["warm-up", "many", "one"]
         self._trial: str | None = None
         self._seconds: dict[str, float] = {}
+        self._free: int | None = None
 
     def choose(self) -> int:
         """Pick and set the thread count for the update that follows; return it."""
-        waited = time.monotonic() - self._last.wall_s
-        if waited < MIN_INTERVAL_S:  # too short to tell a busy CPU from noise
-            time.sleep(MIN_INTERVAL_S - waited)
-        now = CpuClock.now(self.cpus)
-        free = threads_for(len(self.cpus), other_processes_cores(self._last, now), self.share)
-        self._last = now
+        # Updates shorter than MIN_INTERVAL_S keep the last count: too short to tell a busy CPU
+        # from noise (the interval goes on growing until it is long enough).
+        if self._free is None or time.monotonic() - self._last.wall_s >= MIN_INTERVAL_S:
+            now = CpuClock.now(self.cpus)
+            others = other_processes_cores(self._last, now)
+            self._free = threads_for(len(self.cpus), others, self.share)
+            self._last = now
+        free = self._free
         # A trial only while more than one CPU is free: else there is nothing to compare.
         self._trial = self._trials.pop(0) if free > 1 and self._trials else None
         self.threads = 1 if self._trial == "one" or self.one_is_faster else free
@@ -200,8 +203,8 @@ class AutoThreads:
 
 def set_torch_threads(setting: TorchThreads) -> AutoThreads | None:
     """Apply ``train.torch_threads`` once (code that does not run updates one by one): a number
-    sets it, ``None`` leaves torch's default, ``auto`` chooses from the CPUs free now (a
-    measurement of :data:`MIN_INTERVAL_S`) and returns the :class:`AutoThreads` that did.
+    sets it, ``None`` leaves torch's default, ``auto`` chooses from the CPUs free now (measured
+    over :data:`MIN_INTERVAL_S`) and returns the :class:`AutoThreads` that did.
 
     Examples:
         >>> previous = torch.get_num_threads()
@@ -215,5 +218,6 @@ def set_torch_threads(setting: TorchThreads) -> AutoThreads | None:
         torch.set_num_threads(setting)
         return None
     auto = AutoThreads()
+    time.sleep(MIN_INTERVAL_S)  # once: what other processes do now
     auto.choose()
     return auto
