@@ -32,8 +32,8 @@ BENCHMARKS: dict[str, LazyCommand] = {
     ),
     "load": LazyCommand(
         "marlplug.bench.load:load",
-        "A config trained idle and beside a load (a busy core, memory traffic, another run): "
-        "frames/s kept per torch_threads setting.",
+        "A config trained idle and beside a load (a busy core, memory traffic, another run): the "
+        "frames/s it keeps, per torch_threads setting.",
     ),
     "loss": LazyCommand(
         "marlplug.bench.loss:loss",

@@ -1,6 +1,6 @@
-"""How many torch threads a run uses: ``train.torch_threads``, a number, or ``auto`` (the default):
-the CPUs this process may use that no other process keeps busy, divided among the runs that share
-them, chosen again before every update.
+"""How many torch threads a run uses: ``train.torch_threads``, a number (1 by default), or ``auto``
+(the packaged VMAS PPO configs): the CPUs this process may use that no other process keeps busy,
+divided among the runs that share them, chosen again before every update.
 
 Why not simply every core: a torch thread that shares its core with another process stalls every
 parallel operation of the run, because the other threads wait for it at the operation's end. On a
@@ -10,9 +10,11 @@ a CPU as free when other processes used less than :data:`BUSY_SHARE` of it since
 (``/proc/stat`` less this process's own CPU time), so a neighbour that starts mid-run takes a
 thread away at the next update and one that ends gives it back.
 
-The thread count does not change the result: a run on 1 thread and on 2 ends bit-identical
-(``tests/train/test_threads.py`` holds it), so ``auto`` keeps a seed's run reproducible on a busy
-machine too.
+The thread count can change a run's last bits: the packaged VMAS PPO configs train the same run
+bit for bit on 1 and 2 threads (``tests/train/test_threads.py`` holds it for such a run), but
+continuous PPO on mpe ends 1.5e-8 apart after 2 updates. ``auto``'s count follows the machine's
+load, so it is not the default: with it, a seed gives the same run only where the count does not
+matter.
 
 A sweep (``marlplug sweep --jobs N``) tells its runs how many share the machine through
 :data:`CPU_SHARE_ENV`; so can a user who starts runs side by side by hand.

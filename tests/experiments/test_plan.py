@@ -86,5 +86,5 @@ def test_runs_at_once_wanting_more_threads_than_cores_get_a_note(
         None, name="d", seeds=[0, 1], overrides=["train.torch_threads=1"], grid=[]
     )
     assert _oversubscription_note(one_thread, jobs=2) is None
-    auto = plan_runs(None, name="d", seeds=[0, 1], overrides=[], grid=[])  # the default shares
+    auto = plan_runs(None, name="d", seeds=[0, 1], overrides=["train.torch_threads=auto"], grid=[])
     assert _oversubscription_note(auto, jobs=2) is None
