@@ -78,6 +78,9 @@ def test_builtin_references_match_their_names(manager: PluginManager) -> None:
         "iddpg": "IDDPG",
         "iql": "IQL",
         "vdn": "VDN",
+        "qmix": "QMIX",
+        "isac": "ISAC",
+        "masac": "MASAC",
         "clip_ppo": "ClipPPO",
         "redundancy": "RedundancyLoss",
     }
@@ -98,7 +101,7 @@ def test_builtin_references_match_their_names(manager: PluginManager) -> None:
             checked += 1
     # codes; envs: the paper's four on mpe, eleven pettingzoo tasks, four gymnasium ones; losses;
     # algorithms
-    assert checked == 6 + (4 + 11 + 4) + 2 + 5
+    assert checked == 6 + (4 + 11 + 4) + 2 + 8
 
 
 class NotAClassCode:
