@@ -44,6 +44,8 @@ PRELOAD = (
     __name__,
     "marlplug.algorithms.maddpg_program",
     "marlplug.algorithms.ppo_program",
+    "marlplug.algorithms.q.program",
+    "marlplug.algorithms.sac.program",
     "pandas",
 )
 
