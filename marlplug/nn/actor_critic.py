@@ -26,6 +26,7 @@ from marlplug.envs.state import STATE
 from marlplug.errors import UserError
 from marlplug.nn.critic_input import CriticInput, critic_from_centralized
 from marlplug.nn.obs_norm import ObservationNormalized, ObservationNormalizer
+from marlplug.nn.recurrent import Recurrent, RecurrentEncoder, StackedGRUCell
 from marlplug.nn.rollout_policy import CategoricalRolloutPolicy, categorical_distribution
 from marlplug.nn.stacked import StackedLinear, StackedMLP
 from marlplug.nn.value_norm import ValueNormalizer
@@ -84,6 +85,9 @@ class GroupActorCritic(nn.Module):
             critic shared by the group, as BenchMARL's ``share_policy_params``); trainers keep
             them equal by stepping every agent with the group's mean gradient
             (:class:`~marlplug.algorithms.ppo_program.PpoProgram`).
+        recurrent: ``gru``: the encoder's output goes through a GRU cell whose state is the
+            features (:class:`~marlplug.nn.recurrent.RecurrentEncoder`); the critic stays an MLP.
+        recurrent_hidden_size: the GRU's state width (the features' width with ``gru``).
         centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
             (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
@@ -116,6 +120,8 @@ class GroupActorCritic(nn.Module):
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        recurrent: Recurrent = "none",
+        recurrent_hidden_size: int = 64,
         centralized_critic: bool | None = None,
     ) -> None:
         super().__init__()
@@ -142,11 +148,19 @@ class GroupActorCritic(nn.Module):
             activation=ACTIVATIONS[activation],
             activate_last_layer=True,
         )
-        self.encoder = TensorDictModule(
-            self._with_obs_norm(encoder_mlp, obs_norm),
-            in_keys=[(group, OBSERVATION)],
-            out_keys=[(group, FEATURES)],
-        )
+        encoder_network = self._with_obs_norm(encoder_mlp, obs_norm)
+        self.recurrent = recurrent
+        self.encoder: TensorDictModuleBase
+        if recurrent == "gru":
+            cell = StackedGRUCell(
+                n_agents=spec.n_agents, input_size=feature_dim, hidden_size=recurrent_hidden_size
+            )
+            self.encoder = RecurrentEncoder(encoder_network, cell, group=group)
+            feature_dim = recurrent_hidden_size  # the head reads the GRU's state
+        else:
+            self.encoder = TensorDictModule(
+                encoder_network, in_keys=[(group, OBSERVATION)], out_keys=[(group, FEATURES)]
+            )
         if spec.continuous:
             # Like TorchRL's MAPPO tutorial for VMAS: loc and scale per action dimension, a
             # TanhNormal squashed into the env's action bounds.
@@ -192,9 +206,19 @@ class GroupActorCritic(nn.Module):
                 out_keys=[(group, ACTION)],
                 return_log_prob=True,
                 log_prob_key=(group, ACTION_LOG_PROB),
+                # A GRU acts through this actor: it samples unless told otherwise, as the lean
+                # rollout policy does.
+                default_interaction_type=InteractionType.RANDOM
+                if recurrent == "gru"
+                else InteractionType.DETERMINISTIC,
             )
-            self.rollout_policy = CategoricalRolloutPolicy(
-                self.encoder.module, self.policy_head.module, group=group, masked=spec.action_mask
+            self.rollout_policy = (
+                CategoricalRolloutPolicy(
+                    encoder_network, self.policy_head.module, group=group, masked=spec.action_mask
+                )
+                if recurrent == "none"
+                # The lean policy reads observations only; a GRU also reads and writes its state.
+                else self.actor
             )
         value_net = StackedMLP(
             n_agents=spec.n_agents,
@@ -237,7 +261,7 @@ class GroupActorCritic(nn.Module):
         return ObservationNormalized(network, normalizer)
 
     def _orthogonal_init(self, critic: StackedMLP) -> None:
-        encoder = next(m for m in self.encoder.module.modules() if isinstance(m, StackedMLP))
+        encoder = next(m for m in self.encoder.modules() if isinstance(m, StackedMLP))
         gain = nn.init.calculate_gain(self.activation)
         encoder.orthogonal_(gain, last_gain=gain)  # its features pass through the activation too
         head = self.policy_head.module
@@ -264,6 +288,8 @@ class JointActorCritic(nn.Module):
         init: see :class:`GroupActorCritic`.
         activation: see :class:`GroupActorCritic`.
         share_params: see :class:`GroupActorCritic`.
+        recurrent: see :class:`GroupActorCritic`.
+        recurrent_hidden_size: see :class:`GroupActorCritic`.
         centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
             (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
@@ -287,6 +313,8 @@ class JointActorCritic(nn.Module):
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        recurrent: Recurrent = "none",
+        recurrent_hidden_size: int = 64,
         centralized_critic: bool | None = None,
     ) -> None:
         super().__init__()
@@ -306,6 +334,8 @@ class JointActorCritic(nn.Module):
                     init=init,
                     activation=activation,
                     share_params=share_params,
+                    recurrent=recurrent,
+                    recurrent_hidden_size=recurrent_hidden_size,
                 )
                 for spec in specs
             }
@@ -325,6 +355,8 @@ class JointActorCritic(nn.Module):
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        recurrent: Recurrent = "none",
+        recurrent_hidden_size: int = 64,
         centralized_critic: bool | None = None,
     ) -> JointActorCritic:
         """Build networks sized for ``env``'s groups (discrete or bounded continuous actions); a
@@ -353,6 +385,8 @@ class JointActorCritic(nn.Module):
             init=init,
             activation=activation,
             share_params=share_params,
+            recurrent=recurrent,
+            recurrent_hidden_size=recurrent_hidden_size,
         )
 
     def _group_nets(self) -> list[GroupActorCritic]:
@@ -388,6 +422,8 @@ class JointActorCritic(nn.Module):
         """
         features: list[torch.Tensor] = []
         for nets in self._group_nets():
+            if not isinstance(nets.encoder, TensorDictModule):
+                raise UserError("encoder_features: a recurrent encoder also reads its state")
             encoder = nets.encoder.module
             assert isinstance(encoder, nn.Module)
             group_features = encoder(observations[nets.spec.group])
