@@ -34,6 +34,7 @@ from marlplug.nn.critic_input import (
     CriticInput,
     critic_from_centralized,
 )
+from marlplug.nn.recurrent import Recurrent
 from marlplug.optim.adam import AdamSettings, AgentAdam
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ class PPO:
         activation: the hidden layers' nonlinearity (:data:`~marlplug.nn.actor_critic.Activation`).
         share_params: one policy and one critic per group (every agent's rows start equal and
             step with the group's mean gradient).
+        recurrent: the actor's memory (:data:`~marlplug.nn.recurrent.Recurrent`).
+        recurrent_hidden_size: the GRU's state width.
+        sequence_length: steps per training sequence with a recurrent actor.
         centralized_critic: deprecated, removed in 0.3.0: the spelling of ``critic`` before 0.1.0
             (``True``: ``"joint"``, ``False``: ``"local"``); warns with a ``DeprecationWarning``.
 
@@ -147,6 +151,24 @@ class PPO:
             "training.",
         )
 
+        recurrent: Recurrent = Field(
+            "none",
+            description="The actor's memory: none (an MLP) or gru (encoder -> GRU cell -> head, "
+            "its hidden state in the tensordict, reset when an episode starts; PPO then trains "
+            "on sequences of sequence_length steps). The critic stays an MLP on its input.",
+        )
+        recurrent_hidden_size: int = Field(
+            64, ge=1, le=MAX_WIDTH, description="Width of the GRU's hidden state (recurrent: gru)."
+        )
+        sequence_length: int = Field(
+            25,
+            ge=1,
+            description="Steps per training sequence with recurrent: gru: the rollout is cut into "
+            "chunks of this many steps, each replayed from its first step's stored hidden state; "
+            "must divide train.rollout_steps. A minibatch holds train.minibatch_size / "
+            "sequence_length sequences.",
+        )
+
         @model_validator(mode="before")
         @classmethod
         def _centralized_critic_moved(cls, data: Any) -> Any:
@@ -180,6 +202,11 @@ class PPO:
                     "use it with critic: joint or local",
                 )
             return obs_norm
+
+        @property
+        def training_sequence_length(self) -> int | None:
+            """Steps per training sequence (``None``: minibatches of single steps)."""
+            return self.sequence_length if self.recurrent != "none" else None
 
         @property
         def uses_global_state(self) -> bool:
@@ -219,6 +246,9 @@ class PPO:
         init: WeightInit = "torch",
         activation: Activation = "tanh",
         share_params: bool = False,
+        recurrent: Recurrent = "none",
+        recurrent_hidden_size: int = 64,
+        sequence_length: int = 25,
         centralized_critic: bool | None = None,
         **loss_settings: Any,
     ) -> None:
@@ -234,6 +264,9 @@ class PPO:
         self.init = init
         self.activation = activation
         self.share_params = share_params
+        self.recurrent = recurrent
+        self.recurrent_hidden_size = recurrent_hidden_size
+        self.sequence_length = sequence_length
 
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
@@ -247,6 +280,8 @@ class PPO:
             init=self.init,
             activation=self.activation,
             share_params=self.share_params,
+            recurrent=self.recurrent,
+            recurrent_hidden_size=self.recurrent_hidden_size,
         )
 
     def make_optimizer(self, loss: JointPPOLoss, *, lr: float) -> AgentAdam:
@@ -332,6 +367,7 @@ class PPO:
                 minibatch_size=train.minibatch_size,
                 iterate_all_minibatches=train.iterate_all_minibatches,
                 max_minibatches_per_epoch=train.max_minibatches_per_epoch,
+                sequence_length=self.sequence_length if self.recurrent != "none" else None,
             ),
             load=program.load,
             schedule=self.schedule(train),

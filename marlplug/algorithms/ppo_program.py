@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from torchrl.modules import set_recurrent_mode
 
 from marlplug.algorithms.ppo_iteration import (
     ENT_COEF,
@@ -63,7 +64,9 @@ def forward_backward(
 ) -> tuple[TensorDictBase, torch.Tensor]:
     """``(losses, L_total)`` of one seeded forward pass (the caller runs the backward), with the
     entropy coefficient the minibatch carries (:mod:`marlplug.algorithms.ppo_iteration`)."""
-    with seeded(seed), entropy_coefficient(loss, batch):
+    # Recurrent mode: a recurrent actor reads a minibatch's last batch dimension as time (its
+    # sequences); feed-forward networks ignore it.
+    with seeded(seed), entropy_coefficient(loss, batch), set_recurrent_mode(True):
         losses = loss(batch)
         return losses, sum_losses(losses)
 

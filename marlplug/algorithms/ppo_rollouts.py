@@ -24,6 +24,7 @@ from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo_iteration import PpoSchedule, attach
 from marlplug.envs.layout import read_layout
+from marlplug.envs.transformed import with_policy_transforms
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.actor_critic import OBSERVATION
@@ -39,6 +40,10 @@ class MinibatchPlan:
     minibatch_size: int = 64
     iterate_all_minibatches: bool = True
     max_minibatches_per_epoch: int | None = None
+    #: A recurrent policy's sequences: minibatches of whole ``[sequences, sequence_length]``
+    #: chunks of the rollout (``minibatch_size // sequence_length`` of them, at least one)
+    #: instead of single steps; ``None``: single steps.
+    sequence_length: int | None = None
 
 
 def episode_returns(rollout: TensorDictBase, groups: list[str]) -> torch.Tensor:
@@ -143,6 +148,9 @@ class PpoRollouts:
         self._pending: torch.Tensor | None = None
         copies = max(1, env.batch_size.numel())
         self.num_agents = read_layout(env).num_agents
+        # A recurrent policy's hidden state travels in the tensordict: the env carries it from
+        # step to step, zeroes it at every reset and marks episode starts (is_init).
+        env = with_policy_transforms(env, policy)
         self.collector = Collector(
             env,
             policy,
@@ -185,7 +193,7 @@ class PpoRollouts:
         # The loss reads only the step's own entries (GAE has written advantages and value
         # targets): gathering "next" and the collector's bookkeeping into every minibatch would
         # roughly double the copy per minibatch for nothing.
-        rows = rollout.exclude("next", "collector").reshape(-1)
+        rows = self._rows(rollout.exclude("next", "collector"))
         generator = torch.Generator().manual_seed(derive_seed(self.seed, iteration, 1))
         for epoch in range(self.plan.n_epochs):
             for step, indices in enumerate(self._indices(rows.shape[0], generator)):
@@ -205,8 +213,26 @@ class PpoRollouts:
             stats[group] = normalizers[0].stats.detach().clone()
         return stats
 
+    def _rows(self, rollout: TensorDictBase) -> TensorDictBase:
+        """What minibatches are drawn from: ``[steps]`` single steps, or with a
+        ``sequence_length`` ``[sequences, sequence_length]`` chunks of each env copy's time axis
+        (in time order, each with the hidden state stored at its first step)."""
+        length = self.plan.sequence_length
+        if length is None:
+            return rollout.reshape(-1)
+        steps = rollout.batch_size[-1]
+        if steps % length:
+            raise UserError(
+                f"algorithm.sequence_length: {length} does not divide the rollout's {steps} "
+                f"steps (train.rollout_steps); choose a divisor of {steps}"
+            )
+        return rollout.reshape(-1, steps // length, length).reshape(-1, length)
+
     def _indices(self, rows: int, generator: torch.Generator) -> list[torch.Tensor]:
-        size = min(self.plan.minibatch_size, rows)
+        if self.plan.sequence_length is not None:  # rows are sequences: a minibatch of steps
+            size = min(max(1, self.plan.minibatch_size // self.plan.sequence_length), rows)
+        else:
+            size = min(self.plan.minibatch_size, rows)
         order = torch.randperm(rows, generator=generator)
         if not self.plan.iterate_all_minibatches:
             return [order[:size]]

@@ -2,9 +2,9 @@
 
 Each field is checked by its schema; what a schema cannot see is checked here, before any work
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
-fields: a warning), PPO rollouts shorter than an episode (a warning), the same loss twice
-(:func:`check_unique_losses`, run before moved entries leave the list), straggler settings that
-delay nobody, tracker settings of a backend the run does not log to, and a memory estimate that
+fields: a warning), PPO rollouts shorter than an episode (a warning), recurrent training
+sequences that do not divide the rollout, the same loss twice (:func:`check_unique_losses`, run
+before moved entries leave the list), straggler settings that delay nobody, tracker settings of a backend the run does not log to, and a memory estimate that
 refuses runs which cannot fit in this machine's memory.
 """
 
@@ -53,6 +53,7 @@ def check_config(config: MarlplugConfig) -> None:
     _check_global_state(config)
     _check_ignored_train_fields(config)
     _check_rollouts_cover_episodes(config)
+    _check_sequences(config)
     _check_stragglers(config)
     _check_tracker_settings(config)
     _check_memory(config)
@@ -130,6 +131,29 @@ def _check_rollouts_cover_episodes(config: MarlplugConfig) -> None:
             f"train.rollout_steps: {steps} is shorter than an episode (env.max_steps {episode}); "
             f"every rollout starts from a reset, so training never sees steps {steps + 1}-{episode}; "
             f"set it to at least {episode}"
+        )
+
+
+def _check_sequences(config: MarlplugConfig) -> None:
+    """A recurrent policy trains on whole chunks of each rollout (``training_sequence_length``,
+    PPO's ``recurrent: gru``), so the chunk length must divide the rollout.
+
+    Example:
+        >>> from marlplug.config import load_config
+        >>> load_config(data={"algorithm": {"name": "ppo", "recurrent": "gru",
+        ...     "sequence_length": 30}, "train": {"rollout_steps": 100}})
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.ConfigError: algorithm.sequence_length: 30 does not divide train.rollout_steps (100); ...
+    """
+    length = getattr(config.algorithm.options, "training_sequence_length", None)
+    steps = config.train.rollout_steps
+    if isinstance(length, int) and steps % length:
+        divisors = [d for d in range(1, min(steps, 200) + 1) if steps % d == 0]
+        raise ConfigError(
+            f"algorithm.sequence_length: {length} does not divide train.rollout_steps ({steps}); "
+            f"each rollout is cut into whole training sequences; e.g. "
+            f"{', '.join(map(str, divisors[-4:]))}"
         )
 
 

@@ -19,6 +19,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marlplug.config import MarlplugConfig
 from marlplug.envs.factory import make_env
 from marlplug.envs.policies import SCRIPTED_SCENARIOS, Policy, reference_policy
+from marlplug.envs.transformed import with_policy_transforms
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 
@@ -248,6 +249,8 @@ def evaluate(
         if isinstance(env_or_config, MarlplugConfig)
         else env_or_config
     )
+    # A recurrent policy's hidden state rides in the tensordict from step to step (zero at resets).
+    env = with_policy_transforms(env, policy)
     groups = list(env.group_map)
     copies = max(1, env.batch_size.numel())
     collected: dict[str, list[torch.Tensor]] = {group: [] for group in groups}

@@ -1,0 +1,204 @@
+"""PPO with a GRU actor (``algorithm.recurrent: gru``): the algorithm contract, minibatches of whole
+sequences whose recomputed log-probabilities are the collected ones before the first step, the
+loss replaying each sequence from its first stored state, evaluation that carries the state, and
+one-line errors for bad options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from tensordict import NestedKey, TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from torchrl.modules import set_recurrent_mode
+
+from marlplug.algorithms.acting import acting_policy
+from marlplug.algorithms.ppo import PPO
+from marlplug.config import MarlplugConfig, load_config
+from marlplug.envs import make_env
+from marlplug.envs.evaluate import evaluate
+from marlplug.testing import AlgorithmContract
+from marlplug.train.run import run_training
+from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
+from tests.train.helpers import SMALL_RUN
+
+GRU = {
+    "name": "ppo",
+    "recurrent": "gru",
+    "hidden_size": 16,
+    "feature_dim": 8,
+    "recurrent_hidden_size": 8,
+    "sequence_length": 10,
+}
+HIDDEN_KEY = ("agent", "rnn_hidden")
+
+
+class TestPPORecurrent(AlgorithmContract):
+    """The contract every algorithm meets, with a GRU actor and 8-step sequences."""
+
+    algorithm_class = PPO
+    options: ClassVar[dict[str, Any]] = {**GRU, "sequence_length": 8}
+    options.pop("name")
+
+
+def _bound(num_envs: int = 2) -> tuple[Any, Any, MarlplugConfig]:
+    config = load_config(
+        data={
+            "env": {"agents": 2},
+            "algorithm": GRU,
+            "train": {
+                "rollout_steps": 50,
+                "minibatch_size": 20,
+                "n_epochs": 2,
+                "num_envs": num_envs,
+            },
+        }
+    )
+    env = make_env("cooperative_navigation", agents=2, seed=0, num_envs=num_envs)
+    algorithm = PPO(**config.algorithm.options.model_dump())
+    program = algorithm.bind(env, config)
+    return program, algorithm.rollouts(env, program, config), config
+
+
+def test_minibatches_are_sequences_and_the_first_epochs_ratio_is_one() -> None:
+    program, source, config = _bound()
+    theta, _ = program.init_state(config.seed)
+    source.sync(theta)
+    source._load_pending()
+    rollout = source.collect(0)
+    pairs = list(source.minibatches(rollout, 0))
+    source.close()
+    # 2 envs x 50 steps = 10 sequences of 10 steps; 20-step minibatches hold 2 of them.
+    assert [tuple(batch.batch_size) for batch, _ in pairs] == [(2, 10)] * 10
+    starts = rollout.get("is_init").squeeze(-1).nonzero().tolist()
+    assert starts == [[0, 0], [0, 25], [1, 0], [1, 25]]  # steps 20-29 hold a reset
+    first_epoch = [batch for batch, _ in pairs[:5]]
+    assert sum(bool(batch.get("is_init")[:, 1:].any()) for batch in first_epoch) == 2
+    with torch.no_grad(), set_recurrent_mode(True):
+        for batch in first_epoch:
+            out = program.loss(batch)
+            torch.testing.assert_close(out["max_ratio"], torch.tensor(1.0))
+            torch.testing.assert_close(out["mean_ratio"], torch.tensor(1.0))
+
+
+def test_the_update_replays_each_sequence_from_its_first_stored_state() -> None:
+    program, source, config = _bound()
+    theta, opt_state = program.init_state(config.seed)
+    batch = next(iter(source.batches(theta, 0))).clone()
+    source.close()
+    moved = program.update(theta, opt_state, batch, [0, 1], seed=3)
+    corrupted = batch.clone()
+    corrupted.get(HIDDEN_KEY)[:, 1:] = 7.0  # never read: recomputed from step 0's state
+    again = program.update(theta, opt_state, corrupted, [0, 1], seed=3)
+    assert torch.equal(moved.theta, again.theta)
+    corrupted.get(HIDDEN_KEY)[:, 0] = 7.0  # the state each sequence starts from is read
+    assert not torch.equal(
+        moved.theta, program.update(theta, opt_state, corrupted, [0, 1], 3).theta
+    )
+
+
+class _Recording(TensorDictModuleBase):
+    """The policy, recording the hidden state it is handed at every step (a module, so the env
+    is given the policy's primers through it)."""
+
+    def __init__(self, policy: TensorDictModuleBase) -> None:
+        super().__init__()
+        self.policy = policy
+        self.in_keys: list[NestedKey] = list(policy.in_keys)
+        self.out_keys: list[NestedKey] = list(policy.out_keys)
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.seen.append(tensordict.get(HIDDEN_KEY).clone())
+        return self.policy(tensordict)
+
+
+def test_evaluation_carries_the_hidden_state_and_repeats() -> None:
+    program, source, config = _bound(num_envs=1)
+    theta, _ = program.init_state(config.seed)
+    source.close()
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    policy = _Recording(acting_policy(program, env, theta))
+    first = evaluate(env, policy, episodes=2, seed=4)
+    assert len(policy.seen) == 50  # two 25-step episodes
+    for episode_start in (0, 25):
+        assert bool((policy.seen[episode_start] == 0).all())
+        assert bool((policy.seen[episode_start + 1] != 0).any())
+    assert evaluate(env, policy, episodes=2, seed=4).returns == first.returns
+
+
+def test_a_gru_run_trains_and_marlplug_evaluate_runs_it(
+    tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    config = load_config(
+        overrides=[
+            *SMALL_RUN,
+            "algorithm.recurrent=gru",
+            "algorithm.recurrent_hidden_size=8",
+            "algorithm.sequence_length=25",
+            "train.updates=2",
+            "train.eval_episodes=2",
+            f"logging.dir={tmp_path}",
+            "logging.run_name=gru",
+        ]
+    )
+    run_dir = run_training(config).run_dir
+    result = run_cli("evaluate", str(run_dir), "--episodes", "2")
+    assert result.exit_code == 0, result.err
+    assert "return (summed over agents)" in result.out
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["algorithm.recurrent=lstm"], "algorithm.recurrent"),
+        (
+            ["algorithm.recurrent=gru", "algorithm.sequence_length=30", "train.rollout_steps=100"],
+            "algorithm.sequence_length: 30 does not divide train.rollout_steps (100)",
+        ),
+    ],
+)
+def test_bad_recurrent_options_are_one_line(
+    run_cli: Callable[..., Any], tmp_path: Path, overrides: list[str], expected: str
+) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("algorithm: {name: ppo}\n")
+    sets = [arg for item in overrides for arg in ("--set", item)]
+    result = run_cli("config", "check", str(path), *sets)
+    assert result.exit_code == 2
+    assert expected in result.err
+    assert len(result.err.strip().splitlines()) <= 2 and "Traceback" not in result.err
+
+
+def test_coded_training_ends_bit_identical_to_centralized(tmp_path: Path) -> None:
+    """Coded PPO runs the GRU's update unchanged: a learner's rows are the joint step's."""
+    # 30-step rollouts in 10-step sequences (the third holds a reset at step 25); minibatches of
+    # two sequences and one: 2 coded rounds per update.
+    options = [
+        *SMALL_RUN,
+        "algorithm.recurrent=gru",
+        "algorithm.recurrent_hidden_size=8",
+        "algorithm.sequence_length=10",
+        "train.rollout_steps=30",
+        "train.minibatch_size=20",
+        "train.iterate_all_minibatches=true",
+        "train.updates=2",
+        f"logging.dir={tmp_path}",
+    ]
+    coded_options = [
+        "coding.scheme=mds",
+        "coding.learners=3",
+        "coding.clock=simulated",
+        "coding.stragglers.count=1",
+        "coding.stragglers.delay_s=0.05",
+    ]
+    centralized = run_training(load_config(overrides=options))
+    coded = run_training(load_config(overrides=[*options, *coded_options]))
+    assert sum(log.rounds for log in coded.iterations) == 4
+    assert torch.equal(coded.theta, centralized.theta)
+    assert torch.equal(coded.opt_state, centralized.opt_state)
+    first = run_training(load_config(overrides=[*options, "train.updates=1"]))
+    assert not torch.equal(first.theta, centralized.theta)  # the second update moved the rows
