@@ -19,6 +19,7 @@ from pydantic_core import PydanticUndefined
 
 from marlplug.config.schema import (
     CodingSection,
+    EnvSpec,
     LoggingSection,
     MarlplugConfig,
     MLflowSection,
@@ -133,6 +134,7 @@ def render_reference(manager: PluginManager, *, distributions: set[str] | None =
     ]
     out += fields_table(MarlplugConfig)
     sections: list[tuple[str, type[BaseModel]]] = [
+        ("env", EnvSpec),
         ("train", TrainSection),
         ("logging", LoggingSection),
         ("logging.wandb", WandbSection),

@@ -126,7 +126,9 @@ def leave_out_options_of_replaced_components(
                 component = registries[section].get_component(str(new_name))
         except ConfigError:
             continue  # validation names the unknown component
-        accepted = set(getattr(component, "Options", Options).model_fields) | {"name", "backend"}
+        accepted = set(getattr(component, "Options", Options).model_fields) | set(
+            _SWAPPABLE[section].model_fields
+        )
         left_out = [
             key for key in new if key in old and key not in accepted and (section, key) not in given
         ]
@@ -191,7 +193,7 @@ def resolved_dict(config: MarlplugConfig) -> dict[str, Any]:
     exclude["train"] = set(ignored)
     data = config.model_dump(mode="json", exclude=exclude)
     out: dict[str, Any] = {"seed": data.pop("seed")}
-    out["env"] = component(config.env, backend=config.env.backend)
+    out["env"] = component(config.env, backend=config.env.backend, copies=config.env.copies)
     out["algorithm"] = component(config.algorithm)
     if getattr(algorithm_options, "uses_losses", True):
         out["losses"] = [component(spec) for spec in config.losses]

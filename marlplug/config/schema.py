@@ -63,11 +63,24 @@ class ComponentSpec(BaseModel):
         return self._options
 
 
+#: ``env.copies``: how a non-vectorized env's copies run (:mod:`marlplug.envs.copies`).
+EnvCopies = Literal["serial", "processes"]
+
+
 class EnvSpec(ComponentSpec):
-    """``env: {name: <scenario>, backend: mpe, ...options}``."""
+    """``env: {name: <scenario>, backend: mpe, copies: serial, ...options}``."""
 
     name: str = "cooperative_navigation"
     backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
+    # serial until measured: marlplug.envs.copies says how to measure it.
+    copies: EnvCopies = Field(
+        "serial",
+        description="How the train.num_envs copies of a non-vectorized env (mpe, pettingzoo, "
+        "gymnasium) run: 'serial' one after the other in the training process, 'processes' each "
+        "in its own worker process (TorchRL's ParallelEnv). The same transitions either way; "
+        "measure with `marlplug bench envs --copies serial --copies processes`. vmas batches its "
+        "copies and takes only 'serial'; evaluation envs run in the training process.",
+    )
 
     @field_validator("backend")
     @classmethod
@@ -208,7 +221,7 @@ class MarlplugConfig(Options):
     )
     env: EnvSpec = Field(
         default_factory=EnvSpec,
-        description="`{name, backend, ...options}`; default cooperative_navigation on mpe.",
+        description="`{name, backend, copies, ...options}`; default cooperative_navigation on mpe.",
     )
     algorithm: AlgorithmSpec = Field(
         default_factory=AlgorithmSpec, description="`{name, ...options}`; default ppo."

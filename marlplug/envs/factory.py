@@ -7,6 +7,7 @@ from typing import Any
 from torchrl.envs import EnvBase
 
 from marlplug.envs.checks import check_env_object, check_specs_against_data
+from marlplug.envs.copies import Copies
 from marlplug.envs.entity_order import with_nearest_first
 from marlplug.envs.options import EntityOrderOptions
 from marlplug.envs.scenario import EnvScenario
@@ -49,6 +50,7 @@ def make_env(
     seed: int | None = None,
     device: str = "cpu",
     global_state: bool = False,
+    copies: Copies = "serial",
     **options: Any,
 ) -> EnvBase:
     """Build scenario ``name`` on ``backend`` as a TorchRL env with agent groups as nested keys.
@@ -63,6 +65,9 @@ def make_env(
         device: torch device of the returned tensors.
         global_state: also write the scenario's compact global state as the root key
             ``"state"`` (:mod:`marlplug.envs.state`; MAPPO's state critic reads it).
+        copies: how the copies of a non-vectorized env run: ``"serial"`` in this process or
+            ``"processes"``, one worker process each (:mod:`marlplug.envs.copies`); the same
+            transitions either way. Close the env when done.
         **options: the scenario's options, e.g. ``agents=8, adversaries=4, max_steps=25``.
 
     Returns:
@@ -71,7 +76,8 @@ def make_env(
     Raises:
         ConfigError: unknown backend or scenario (an ``UnknownComponentError``), or an option that
             does not validate; the message names the field (``env.adversaries: must be fewer ...``);
-            ``global_state`` for a scenario that declares no state.
+            ``global_state`` for a scenario that declares no state; ``copies: processes`` for
+            a vectorized backend.
         PluginError: a plugin's env that breaks the contract: ``make`` returns no ``EnvBase`` with a
             ``group_map`` dict, or its data does not match its specs (checked once per process on a
             separate copy, for plugins' envs only); the message names the env, plugin and fix.
@@ -90,7 +96,9 @@ def make_env(
             "train its critics on observations instead"
         )
     check_specs_against_data(scenario, component)
-    env = check_env_object(scenario.make(num_envs=num_envs, seed=seed, device=device), component)
+    env = check_env_object(
+        scenario.make(num_envs=num_envs, seed=seed, device=device, copies=copies), component
+    )
     chosen = scenario.options
     if isinstance(chosen, EntityOrderOptions) and chosen.entity_order == "nearest":
         lists = chosen.entity_lists()

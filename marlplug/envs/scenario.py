@@ -5,6 +5,7 @@ Backends (``mpe``, ``vmas``, third-party plugins) subclass :class:`EnvScenario`;
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 from torchrl.envs import EnvBase
 
 from marlplug.config import validate_options
+from marlplug.envs.copies import COPIES, Copies, process_copies
 from marlplug.envs.options import ScenarioOptions
 from marlplug.errors import ConfigError, UserError
 
@@ -51,7 +53,14 @@ class EnvScenario(ABC):
             )
         self.options = validated
 
-    def make(self, *, num_envs: int = 1, seed: int | None = None, device: str = "cpu") -> EnvBase:
+    def make(
+        self,
+        *,
+        num_envs: int = 1,
+        seed: int | None = None,
+        device: str = "cpu",
+        copies: Copies = "serial",
+    ) -> EnvBase:
         """Build the TorchRL env.
 
         Args:
@@ -59,10 +68,40 @@ class EnvScenario(ABC):
                 backend, a single copy is unbatched, like a plain ``PettingZooWrapper``).
             seed: seeds the env; the same seed gives bit-identical episodes for the same actions.
             device: torch device of the returned tensors.
+            copies: ``"serial"`` (the backend's own way: a vectorized backend batches its copies,
+                the others step them one after the other in this process) or ``"processes"``
+                (each copy of a non-vectorized env in its own worker process, TorchRL's
+                ``ParallelEnv``; the same transitions as ``"serial"`` for the same seed). One
+                copy always runs in this process.
+
+        Raises:
+            ConfigError: ``num_envs`` below 1, an unknown ``copies``, or ``"processes"`` for a
+                vectorized backend (one copy is already a batch).
         """
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ConfigError(f"num_envs: expected an integer >= 1, got {num_envs!r}")
-        return self._build(num_envs=num_envs, seed=seed, device=device)
+        if copies not in COPIES:
+            raise ConfigError(f"env.copies: expected one of {', '.join(COPIES)}, got {copies!r}")
+        if copies == "serial" or num_envs == 1:
+            return self._build(num_envs=num_envs, seed=seed, device=device)
+        return self._build_in_processes(num_envs=num_envs, seed=seed, device=device)
+
+    def _build_in_processes(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
+        # Any backend whose one copy is unbatched qualifies, plugins' included: each worker builds
+        # its copy as `make(num_envs=1)` would, and the copies are seeded as SerialEnv seeds them.
+        make_one = functools.partial(self._build, num_envs=1, seed=None, device=device)
+        first = make_one()  # for its layout; TorchRL builds its own copies
+        batch_size, group_map = first.batch_size, getattr(first, "group_map", {})
+        first.close()
+        if batch_size:
+            raise ConfigError(
+                f"env.copies: processes runs copies of an unbatched env, but "
+                f"{self.backend}/{self.scenario} is vectorized (one copy has batch size "
+                f"{list(batch_size)}) and steps its copies as one batch; use env.copies: serial"
+            )
+        return process_copies(
+            make_one, num_envs=num_envs, seed=seed, device=device, group_map=group_map
+        )
 
     @abstractmethod
     def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:

@@ -14,8 +14,8 @@ from marlplug.plugins import get_component
 
 
 def training_env(config: MarlplugConfig) -> EnvBase:
-    """The env a run trains on: ``train.num_envs`` copies seeded with the run's seed, writing the
-    global state when the algorithm reads it."""
+    """The env a run trains on: ``train.num_envs`` copies (run as ``env.copies`` says) seeded with
+    the run's seed, writing the global state when the algorithm reads it."""
     from marlplug.envs import make_env
 
     return make_env(
@@ -24,6 +24,7 @@ def training_env(config: MarlplugConfig) -> EnvBase:
         num_envs=config.train.num_envs,
         seed=config.seed,
         global_state=config.algorithm.uses_global_state,
+        copies=config.env.copies,
         **config.env.options.model_dump(),
     )
 

@@ -1,7 +1,7 @@
 """The mpe backend: any mpe2 ``BaseScenario`` as a PettingZoo parallel env, wrapped for TorchRL.
 
-``num_envs`` copies run in one process through TorchRL's ``SerialEnv`` (on a 2-core machine worker
-processes cost more than they save for envs this small).
+``num_envs`` copies run in one process through TorchRL's ``SerialEnv``, or each in its own worker
+process with ``env.copies: processes`` (:mod:`marlplug.envs.copies`; the same transitions).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pettingzoo.utils import ParallelEnv, wrappers
 from pettingzoo.utils.conversions import aec_to_parallel
 from torchrl.envs import EnvBase, PettingZooWrapper, SerialEnv
 
+from marlplug.envs.copies import serial_copies
 from marlplug.envs.scenario import EnvScenario
-from marlplug.envs.serial import serial_copies
 from marlplug.errors import UserError
 
 

@@ -3,8 +3,8 @@
 TorchRL's ``PettingZooWrapper`` groups agents by name (``speaker_0`` and ``listener_0`` are two
 groups, ``adversary_0..2`` one), so agents of different sizes always land in different groups.
 Image observations (SISL pursuit, MAgent2) are flattened per agent, since marlplug's networks read
-one observation vector per agent. ``num_envs`` copies run in one process (TorchRL's ``SerialEnv``),
-like the ``mpe`` backend.
+one observation vector per agent. ``num_envs`` copies run as the ``mpe`` backend's do: in one process
+(TorchRL's ``SerialEnv``) or in worker processes (``env.copies``, :mod:`marlplug.envs.copies`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 
 from torchrl.envs import EnvBase, FlattenObservation, PettingZooWrapper
 
+from marlplug.envs.copies import serial_copies
 from marlplug.envs.options import ScenarioOptions
 from marlplug.envs.pettingzoo.task import PettingZooTask
 from marlplug.envs.scenario import EnvScenario
-from marlplug.envs.serial import serial_copies
 from marlplug.envs.task_options import TaskOptions, task_options
 from marlplug.envs.transformed import with_transform
 

@@ -1,0 +1,99 @@
+"""``env.copies``: the copies of a non-vectorized env in worker processes give exactly the serial
+copies' transitions (so the option changes speed only), one copy stays in the process, and a
+vectorized backend refuses it in one line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
+
+from marlplug.config import load_config
+from marlplug.envs import available_envs, make_env
+from marlplug.errors import ConfigError
+
+#: (backend, scenario, options): the three non-vectorized backends, one task each.
+NON_VECTORIZED: list[tuple[str, str, dict[str, Any]]] = [
+    # nearest first: a transform over the batched env, as a run's config has it.
+    ("mpe", "cooperative_navigation", {"agents": 3, "entity_order": "nearest"}),
+    # two groups of one agent each
+    ("pettingzoo", "simple_speaker_listener", {}),
+    # action masks; episodes of 10 steps so the rollout crosses resets
+    ("gymnasium", "Foraging-8x8-2p-2f-coop-v3", {"max_steps": 10}),
+]
+
+
+def rollout(copies: str, backend: str, scenario: str, options: dict[str, Any]) -> Any:
+    env = make_env(scenario, backend=backend, num_envs=2, seed=5, copies=copies, **options)
+    try:
+        torch.manual_seed(0)  # the random actions
+        return env.rollout(30, break_when_any_done=False), env.group_map
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(("backend", "scenario", "options"), NON_VECTORIZED)
+def test_worker_processes_give_the_serial_transitions(
+    backend: str, scenario: str, options: dict[str, Any]
+) -> None:
+    if backend == "gymnasium":
+        pytest.importorskip("lbforaging")
+    serial, serial_groups = rollout("serial", backend, scenario, options)
+    processes, process_groups = rollout("processes", backend, scenario, options)
+    assert process_groups == serial_groups
+    assert set(processes.keys(True, True)) == set(serial.keys(True, True))
+    assert bool(serial["next", "done"].any())  # the copies were reset along the way
+    for key in serial.keys(True, True):
+        assert torch.equal(processes[key], serial[key]), key
+
+
+def test_the_copies_run_where_the_option_says() -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        serial = make_env("cooperative_navigation", num_envs=2, copies="serial")
+        processes = make_env("cooperative_navigation", num_envs=2, copies="processes")
+        # the run's thread count stays (ParallelEnv would take one thread per worker off it)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(threads)
+    one = make_env("cooperative_navigation", num_envs=1, copies="processes")
+    try:
+        assert isinstance(serial, SerialEnv) and isinstance(processes, ParallelEnv)
+        assert processes.batch_size == serial.batch_size == torch.Size([2])
+        assert one.batch_size == torch.Size([])  # one copy: nothing to run beside it
+    finally:
+        for env in (serial, processes, one):
+            env.close()
+
+
+@pytest.mark.skipif("vmas" not in available_envs(), reason="needs the marlplug-vmas plugin")
+def test_a_vectorized_backend_refuses_worker_processes_in_one_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        make_env("cooperative_navigation", backend="vmas", num_envs=2, copies="processes")
+    message = str(caught.value)
+    assert message.startswith("env.copies: ") and "vmas/cooperative_navigation" in message
+    assert "env.copies: serial" in message and "\n" not in message
+
+
+def test_an_unknown_choice_names_the_field_and_the_choices() -> None:
+    with pytest.raises(ConfigError, match=r"env\.copies: expected one of serial, processes"):
+        make_env("cooperative_navigation", num_envs=2, copies="threads")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"env\.copies: input should be 'serial' or 'processes'"):
+        load_config(overrides=["env.copies=threads"])
+
+
+def test_the_config_carries_the_choice_to_the_training_env() -> None:
+    from marlplug.config.resolve import resolved_dict
+    from marlplug.train.components import training_env
+
+    config = load_config(overrides=["env.copies=processes", "train.num_envs=2", "env.agents=2"])
+    assert resolved_dict(config)["env"]["copies"] == "processes"
+    env = training_env(config)
+    try:
+        assert isinstance(env, TransformedEnv)  # nearest first, the run default
+        assert isinstance(env.base_env, ParallelEnv)
+    finally:
+        env.close()
