@@ -5,6 +5,7 @@ one-line errors for bad options."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -109,10 +110,11 @@ class _Recording(TensorDictModuleBase):
         self.policy = policy
         self.in_keys: list[NestedKey] = list(policy.in_keys)
         self.out_keys: list[NestedKey] = list(policy.out_keys)
-        self.seen: list[torch.Tensor] = []
+        self.seen: list[torch.Tensor | None] = []
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        self.seen.append(tensordict.get(HIDDEN_KEY).clone())
+        hidden = tensordict.get(HIDDEN_KEY, None)
+        self.seen.append(None if hidden is None else hidden.clone())
         return self.policy(tensordict)
 
 
@@ -125,8 +127,9 @@ def test_evaluation_carries_the_hidden_state_and_repeats() -> None:
     first = evaluate(env, policy, episodes=2, seed=4)
     assert len(policy.seen) == 50  # two 25-step episodes
     for episode_start in (0, 25):
-        assert bool((policy.seen[episode_start] == 0).all())
-        assert bool((policy.seen[episode_start + 1] != 0).any())
+        start, next_step = policy.seen[episode_start], policy.seen[episode_start + 1]
+        assert start is not None and bool((start == 0).all())
+        assert next_step is not None and bool((next_step != 0).any())
     assert evaluate(env, policy, episodes=2, seed=4).returns == first.returns
 
 
@@ -202,3 +205,20 @@ def test_coded_training_ends_bit_identical_to_centralized(tmp_path: Path) -> Non
     assert torch.equal(coded.opt_state, centralized.opt_state)
     first = run_training(load_config(overrides=[*options, "train.updates=1"]))
     assert not torch.equal(first.theta, centralized.theta)  # the second update moved the rows
+
+
+def test_render_hands_the_policy_its_carried_state() -> None:
+    """``marlplug render`` and ``evaluate --gif`` play an episode step by step (``step_mdp``
+    carries ``("next", group, "rnn_hidden")`` to the next step)."""
+    from marlplug.envs.render import rollout_moments
+
+    program, source, config = _bound(num_envs=1)
+    theta, _ = program.init_state(config.seed)
+    source.close()
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    policy = _Recording(acting_policy(program, env, theta))
+    assert len(rollout_moments(env, policy=policy, max_steps=5)) == 6
+    assert policy.seen[0] is None  # the reset state has none: the encoder starts from zero
+    carried = policy.seen[1:]
+    assert all(state is not None and bool((state != 0).any()) for state in carried)
+    assert not any(torch.equal(a, b) for a, b in itertools.pairwise(carried))  # type: ignore[arg-type]
