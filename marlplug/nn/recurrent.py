@@ -5,10 +5,10 @@ Partially observable tasks need memory: the actor's encoder feeds a GRU whose hi
 TorchRL's ``GRUModule`` conventions. The env carries the state from step to step through a
 ``TensorDictPrimer`` (zeros at every reset, :meth:`RecurrentEncoder.make_tensordict_primer`) and
 marks episode starts with ``InitTracker``'s ``is_init``
-(:func:`~marlplug.envs.transformed.with_policy_transforms`), where the
-state is reset to zero. Under TorchRL's ``set_recurrent_mode(True)`` (the PPO loss) the last batch
-dimension is time: each sequence starts from its first step's stored state and the GRU is replayed
-over it, honouring the resets inside it.
+(:func:`~marlplug.envs.transformed.with_policy_transforms`), where the state is reset to zero.
+Under TorchRL's ``set_recurrent_mode(True)`` (the PPO loss) the last of two or more batch
+dimensions is time: each sequence starts from its first step's stored state and the GRU is
+replayed over it, honouring the resets inside it.
 
 TorchRL's ``GRUModule`` holds one ``nn.GRU`` (one weight matrix for every agent); every marlplug
 parameter has the agent first (the per-agent rows coded training decodes, per-agent clipping and
@@ -104,8 +104,9 @@ class RecurrentEncoder(TensorDictModuleBase):
     Reads ``(group, "observation")``, ``"is_init"`` and ``(group, "rnn_hidden")`` (zeros where
     missing); writes ``(group, "features")`` and ``("next", group, "rnn_hidden")`` (the same
     tensor: the features are the new hidden state). Outside recurrent mode every row is one step
-    of its own sequence (acting); under ``set_recurrent_mode(True)`` the last batch dimension is
-    time (the loss's sequences).
+    from its own stored state (acting); under ``set_recurrent_mode(True)`` a tensordict with two
+    or more batch dimensions holds sequences, the last dimension being time (the loss's
+    ``[sequences, steps]`` minibatches).
 
     Args:
         network: the per-agent feed-forward part, ``[*, n_agents, obs] -> [*, n_agents, d]``.
@@ -147,7 +148,9 @@ class RecurrentEncoder(TensorDictModuleBase):
         is_init = tensordict.get(IS_INIT, None)
         if is_init is None:
             is_init = torch.zeros(*tensordict.batch_size, 1, dtype=torch.bool)
-        if recurrent_mode() and tensordict.batch_dims >= 1:
+        # One batch dim is a set of single steps even in recurrent mode (shuffled rows, as a
+        # minibatch of steps is): each row then runs from its own stored state.
+        if recurrent_mode() and tensordict.batch_dims >= 2:
             features = self._replay(gates, hidden, is_init, time_dim=tensordict.batch_dims - 1)
         else:
             features = self.cell.step(gates, self._reset(hidden, is_init))

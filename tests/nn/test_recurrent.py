@@ -129,3 +129,21 @@ def test_the_env_carries_the_state_and_zeroes_it_at_every_reset() -> None:
     carried = ~is_init[1:]
     torch.testing.assert_close(stored[1:][carried], written[:-1][carried], rtol=0, atol=0)
     assert bool((stored[1:][carried] != 0).any())
+
+
+def test_one_batch_dim_is_single_steps_even_in_recurrent_mode() -> None:
+    """A minibatch of shuffled single steps (no time dim) runs each row from its stored state."""
+    encoder = _encoder()
+    td = TensorDict(
+        {
+            ("agent", "observation"): torch.randn(6, AGENTS, OBS),
+            ("agent", "rnn_hidden"): torch.randn(6, AGENTS, HIDDEN),
+            "is_init": torch.zeros(6, 1, dtype=torch.bool),
+        },
+        batch_size=[6],
+    )
+    with torch.no_grad():
+        steps = encoder(td.clone()).get(("agent", "features"))
+        with set_recurrent_mode(True):
+            replayed = encoder(td.clone()).get(("agent", "features"))
+    torch.testing.assert_close(replayed, steps, rtol=0, atol=0)
