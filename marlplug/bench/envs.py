@@ -21,6 +21,7 @@ import click
 import torch
 from torchrl.envs import EnvBase
 
+from marlplug.envs.copies import COPIES
 from marlplug.envs.factory import available_envs, make_env
 from marlplug.runs.reporting import stderr_progress
 
@@ -210,6 +211,16 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _env_keys(
+    context: click.Context, parameter: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    for value in values:
+        backend, _, name = value.partition("/")
+        if not backend or not name:
+            raise click.BadParameter(f"'{value}': expected BACKEND/NAME, e.g. mpe/keep_away")
+    return values
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
 @click.option(
@@ -260,6 +271,29 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 @click.option(
     "--quick", is_flag=True, help="Smoke run in seconds: M = 3, 5 steps, 2 trials, 32 VMAS envs."
 )
+@click.option(
+    "--copies",
+    "copies",
+    multiple=True,
+    type=click.Choice(COPIES),
+    help="Instead of mpe vs VMAS: a non-vectorized env's copies run each of these ways (env.copies; "
+    "repeat the option: --copies serial --copies processes) side by side, with the ratio.",
+)
+@click.option(
+    "--env",
+    "env_keys",
+    multiple=True,
+    callback=_env_keys,
+    help="BACKEND/NAME of an env for --copies (repeat the option); default "
+    "mpe/cooperative_navigation (at --agents) and gymnasium/Foraging-8x8-2p-2f-coop-v3 (LBF).",
+)
+@click.option(
+    "--num-envs",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=2),
+    help="Env copies (train.num_envs) for --copies.",
+)
 def envs(
     as_json: bool,
     agents: tuple[int, ...],
@@ -269,11 +303,33 @@ def envs(
     vmas_envs: int,
     threads: int,
     quick: bool,
+    copies: tuple[str, ...],
+    env_keys: tuple[str, ...],
+    num_envs: int,
 ) -> None:
-    """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials."""
+    """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials.
+
+    With --copies: one process against worker processes for the env copies (env.copies).
+    """
     if quick:
         # A smoke run of every scenario in seconds; the numbers are not meaningful.
         agents, steps, trials, vmas_envs = (3,), 5, 2, 32
+    if copies:
+        from marlplug.bench.copies import DEFAULT_ENVS, format_copies_table, run_copies_benchmark
+
+        rows = run_copies_benchmark(
+            envs=env_keys or DEFAULT_ENVS,
+            agents=agents,
+            modes=copies,
+            num_envs=num_envs,
+            steps=steps,
+            trials=trials,
+            threads=threads,
+        )
+        click.echo(json.dumps(rows, indent=2) if as_json else format_copies_table(rows))
+        return
+    if env_keys:
+        raise click.UsageError("--env chooses the envs of a --copies comparison; add --copies")
     rows = run_benchmark(
         agents=agents,
         scenarios=scenarios,
