@@ -4,6 +4,7 @@ vectorized backend refuses it in one line."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
 from marlplug.config import load_config
 from marlplug.envs import available_envs, make_env
 from marlplug.errors import ConfigError
+from marlplug.train import run_training
 
 #: (backend, scenario, options): the three non-vectorized backends, one task each.
 NON_VECTORIZED: list[tuple[str, str, dict[str, Any]]] = [
@@ -97,3 +99,29 @@ def test_the_config_carries_the_choice_to_the_training_env() -> None:
         assert isinstance(env.base_env, ParallelEnv)
     finally:
         env.close()
+
+
+def _trained_state(copies: str, folder: Path) -> torch.Tensor:
+    config = load_config(
+        data={
+            "env": {"name": "cooperative_navigation", "agents": 2, "copies": copies},
+            "train": {
+                "num_envs": 2,
+                "rollout_steps": 25,
+                "minibatch_size": 25,
+                "n_epochs": 1,
+                "updates": 2,
+                "eval_every": 0,
+            },
+            "logging": {"dir": str(folder), "progress": False},
+        }
+    )
+    result = run_training(config)
+    return torch.cat([result.theta.flatten(), result.opt_state.flatten()])
+
+
+@pytest.mark.slow
+def test_a_run_trains_the_same_with_its_copies_in_worker_processes(tmp_path: Path) -> None:
+    serial = _trained_state("serial", tmp_path / "serial")
+    processes = _trained_state("processes", tmp_path / "processes")
+    assert torch.equal(serial, processes)

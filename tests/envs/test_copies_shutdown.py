@@ -38,6 +38,7 @@ def wait_gone(pids: list[int]) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["close", "exit", "crash", "ctrl-c", "sigkill"])
 def test_no_worker_outlives_the_main_process(ending: str) -> None:
     mode = {"ctrl-c": "wait", "sigkill": "wait"}.get(ending, ending)
