@@ -13,13 +13,17 @@ A critic named with ``+shared`` (``state+shared``) trains with ``algorithm.share
 policy and one critic shared by the agents, so a state or joint critic, whose input every agent
 shares, runs once per frame instead of once per agent.
 
-``--algorithm maddpg`` trains ``marlplug/configs/maddpg_spread.yaml`` on VMAS (its critics read
-every agent's observation and action: ``critic`` is ``joint``). An iteration takes
-``algorithm.steps_per_iteration`` steps in each copy, then makes one update of
+``--algorithm NAME`` measures any registered algorithm (``marlplug plugins``): ``maddpg`` trains
+``marlplug/configs/maddpg_spread.yaml`` on VMAS (its critics read every agent's observation and
+action: ``critic`` is ``joint``), and every other replay-based algorithm (``iddpg``, ``iql``,
+``vdn``, ``qmix``, ``isac``, ``masac``) the same config with ``algorithm.name`` set, so its own
+defaults (networks, learning rate) apply; the Q-learners act on VMAS's discrete moves. An iteration
+takes ``algorithm.steps_per_iteration`` steps in each copy, then makes one update of
 ``algorithm.minibatch_size`` transitions: the steps are ``--rollout-steps``, raised where needed so
 that one iteration collects at least one minibatch (default: just that, at least one step per copy),
 and learning starts after the first iteration's collection (``algorithm.learning_starts``), so every
-timed iteration learns. The replay buffer holds the whole run. MADDPG acts and learns on one thread.
+timed iteration learns. The replay buffer holds the whole run. Replay-based algorithms act and learn
+on one thread. The ``critic`` column is the algorithm's ``critic`` option (``-`` where it has none).
 
 Each row reports the run's frames/s as the trainer counts it (env steps x copies over the training
 loop's wall time, the first iteration's warm-up included: give more ``--updates`` to dilute it),
@@ -35,6 +39,7 @@ Examples:
     marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
     marlplug bench scaling --critic state --critic state+shared --agents 8 --agents 32
     marlplug bench scaling --algorithm maddpg --json
+    marlplug bench scaling --algorithm qmix --num-envs 256 --agents 3 --agents 8 --agents 32
 """
 
 from __future__ import annotations
@@ -42,22 +47,23 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import click
 
-from marlplug.algorithms.maddpg_options import MaddpgOptions
+from marlplug.algorithms.maddpg_data import ReplayOptions
 from marlplug.bench.envs import SIM_REPEATS, simulator_rate
 from marlplug.bench.scaling_config import (
     BENCH_KEYS,
-    CONFIGS,
     CRITICS,
     SCENARIO,
     config_path,
-    maddpg_overrides,
+    learns_from_replay,
     ppo_overrides,
+    replay_overrides,
 )
 from marlplug.config import load_config
+from marlplug.plugins import get_plugin_manager
 from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
 
@@ -78,9 +84,9 @@ def train_point(
     """Train ``algorithm``'s packaged config at one size; frames/s and where the time went.
 
     ``rollout_steps`` and ``minibatch`` (``None``: the config's) are PPO's ``train.rollout_steps``
-    and ``train.minibatch_size``, MADDPG's steps per copy per iteration (see
-    :func:`maddpg_overrides`) and ``algorithm.minibatch_size``; ``critic`` is PPO's
-    ``algorithm.critic``. ``rollout_steps`` in the row is the steps per copy per iteration.
+    and ``train.minibatch_size``, a replay-based algorithm's steps per copy per iteration (see
+    :func:`replay_overrides`) and ``algorithm.minibatch_size``; ``critic`` is PPO's
+    ``algorithm.critic`` (the others train with their config's, which the row names). ``rollout_steps`` in the row is the steps per copy per iteration.
     ``sets`` are the user's ``KEY=VALUE`` overrides, applied last.
 
     Examples:
@@ -92,18 +98,19 @@ def train_point(
         True
     """
     path = config_path(algorithm)
-    if algorithm == "ppo":
-        extra = ppo_overrides(
-            critic=critic, rollout_steps=rollout_steps, minibatch=minibatch, threads=threads
-        )
-    else:
-        options = load_config(path).algorithm.options
-        assert isinstance(options, MaddpgOptions)
-        extra = maddpg_overrides(
+    named = [f"algorithm.name={algorithm}"]
+    options = load_config(path, named).algorithm.options
+    if learns_from_replay(type(options)):
+        extra = replay_overrides(
             num_envs=num_envs,
             updates=updates,
             rollout_steps=rollout_steps,
-            minibatch=minibatch or options.minibatch_size,
+            minibatch=minibatch or cast(ReplayOptions, options).minibatch_size,
+        )
+        critic = getattr(options, "critic", "-")
+    else:
+        extra = ppo_overrides(
+            critic=critic, rollout_steps=rollout_steps, minibatch=minibatch, threads=threads
         )
     with tempfile.TemporaryDirectory() as folder:
         overrides = [
@@ -117,6 +124,7 @@ def train_point(
             "train.eval_every=0",
             f"logging.dir={folder}",
             "logging.progress=false",
+            *named,
             *extra,
             *sets,
         ]
@@ -205,7 +213,8 @@ def run_scaling(
                 )
             row["sim_steps_per_s"] = round(sims[envs, count], 1)
             row["train_over_sim"] = round(row["fps"] / sims[envs, count], 3)
-            first = next(r for r in [*rows, row] if (r["sweep"], r["critic"]) == (sweep, critic))
+            same = (sweep, row["critic"])
+            first = next(r for r in [*rows, row] if (r["sweep"], r["critic"]) == same)
             row["speedup"] = round(row["fps"] / first["fps"], 2) if first["fps"] else None
             row["threads"] = threads
             row["sets"] = list(sets)
@@ -236,10 +245,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list for tools.")
 @click.option(
     "--algorithm",
-    type=click.Choice(sorted(CONFIGS)),
     default="ppo",
     show_default=True,
-    help="ppo trains spread_vmas.yaml, maddpg maddpg_spread.yaml on VMAS.",
+    help="Any registered algorithm (marlplug plugins lists them): ppo trains spread_vmas.yaml, "
+    "the replay-based ones (maddpg, iql, vdn, qmix, ...) maddpg_spread.yaml with algorithm.name "
+    "set, on VMAS.",
 )
 @click.option(
     "--critic",
@@ -249,7 +259,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     default=("joint",),
     show_default=True,
     help="PPO's algorithm.critic: the agents sweep runs once per critic, the num_envs sweep with "
-    "the first (repeat the option; maddpg: joint only). With +shared (state+shared): and "
+    "the first (repeat the option; other algorithms: joint, which trains with their own). With +shared (state+shared): and "
     "algorithm.share_params, one policy and one critic shared by the agents.",
 )
 @click.option(
@@ -295,14 +305,16 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     "--rollout-steps",
     type=click.IntRange(min=1),
     default=None,
-    help="Steps per copy per update [default: the config's]; maddpg: per iteration, raised where "
+    help="Steps per copy per update [default: the config's]; replay-based algorithms: per "
+    "iteration, raised where "
     "needed to one minibatch's worth [default: that].",
 )
 @click.option(
     "--minibatch",
     type=click.IntRange(min=1),
     default=None,
-    help="Rows per minibatch (maddpg: transitions per update) [default: the config's].",
+    help="Rows per minibatch (replay-based algorithms: transitions per update) [default: the "
+    "config's].",
 )
 @click.option(
     "--sim-steps",
@@ -316,7 +328,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     default=1,
     show_default=True,
     type=click.IntRange(min=1),
-    help="torch intra-op threads (maddpg: 1, as it trains on one thread).",
+    help="torch intra-op threads (replay-based algorithms: 1, as they train on one thread).",
 )
 @click.option(
     "--set",
@@ -341,7 +353,7 @@ def scaling(
     threads: int,
     sets: tuple[str, ...],
 ) -> None:
-    """Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.
+    """Training frames/s on VMAS as env copies and agents grow, for any algorithm (--algorithm).
 
     Each point is a real training run of a packaged config: frames/s, agent-steps/s (frames/s x M),
     the shares of collection, updates and the rest, and the simulator's own rate at that size.
@@ -352,15 +364,21 @@ def scaling(
         marlplug bench scaling
         marlplug bench scaling --critic joint --critic state --critic local --num-envs 256
         marlplug bench scaling --algorithm maddpg --json
+        marlplug bench scaling --algorithm qmix --num-envs 256 --agents 3 --agents 8 --agents 32
         marlplug bench scaling --agents 32 --set env.entity_order=world
     """
-    if algorithm == "maddpg" and set(critics) != {"joint"}:
+    registry = get_plugin_manager().registry("algorithm")
+    if algorithm not in registry:
+        raise click.UsageError(str(registry.unknown(algorithm, field="--algorithm")))
+    if algorithm != "ppo" and set(critics) != {"joint"}:
         raise click.UsageError(
-            "--critic: maddpg's critics read every agent's observation and action (joint); "
-            "state, local and +shared are ppo's (--algorithm ppo)"
+            f"--critic: {algorithm} trains with its config's critic; state, local and +shared "
+            "are ppo's (--algorithm ppo)"
         )
-    if algorithm == "maddpg" and threads != 1:
-        raise click.UsageError("--threads: maddpg acts and learns on one thread; give --threads 1")
+    if learns_from_replay(registry[algorithm].Options) and threads != 1:
+        raise click.UsageError(
+            f"--threads: {algorithm} acts and learns on one thread; give --threads 1"
+        )
     for assignment in sets:
         key = assignment.partition("=")[0].strip()
         if key in BENCH_KEYS:
@@ -368,7 +386,7 @@ def scaling(
                 f"--set {key}: the bench sets it at every point; use {BENCH_KEYS[key]}"
             )
     # A bad --set fails here, in one line, not after the points before it have trained.
-    load_config(config_path(algorithm), list(sets))
+    load_config(config_path(algorithm), [f"algorithm.name={algorithm}", *sets])
     rows = run_scaling(
         num_envs=num_envs,
         agents=agents,

@@ -1,8 +1,9 @@
 """What ``marlplug bench scaling`` changes in the packaged configs at each point.
 
-Each point starts from one packaged config per algorithm (:data:`CONFIGS`); :func:`ppo_overrides`
-and :func:`maddpg_overrides` are the bench's own ``KEY=VALUE`` changes, and :data:`BENCH_KEYS` the
-keys those (and the sweeps) set, which a user's ``--set`` may not.
+Each point starts from one packaged config per algorithm (:func:`config_path`) with
+``algorithm.name`` set to it; :func:`ppo_overrides` (on-policy) and :func:`replay_overrides`
+(replay-based) are the bench's own ``KEY=VALUE`` changes, and :data:`BENCH_KEYS` the keys those (and
+the sweeps) set, which a user's ``--set`` may not.
 """
 
 from __future__ import annotations
@@ -11,10 +12,20 @@ import math
 from importlib import resources
 from typing import get_args
 
-from marlplug.nn.critic_input import CriticInput
+from pydantic import BaseModel
 
-#: The packaged config every point of each algorithm starts from.
+from marlplug.nn.critic_input import CriticInput
+from marlplug.plugins import get_component
+
+#: The packaged config every point of an algorithm starts from, where it has its own. Any other
+#: registered algorithm starts from its family's: :data:`REPLAY_CONFIG` when it learns from replay
+#: (:func:`learns_from_replay`), else :data:`ON_POLICY_CONFIG`.
 CONFIGS = {"ppo": "spread_vmas.yaml", "maddpg": "maddpg_spread.yaml"}
+ON_POLICY_CONFIG = "spread_vmas.yaml"
+REPLAY_CONFIG = "maddpg_spread.yaml"
+#: The options a replay-based algorithm's schedule reads, which :func:`replay_overrides` sets
+#: (:class:`~marlplug.algorithms.maddpg_data.ReplayOptions`).
+REPLAY_FIELDS = ("minibatch_size", "buffer_size", "steps_per_iteration", "learning_starts")
 SCENARIO = "cooperative_navigation"
 #: ``--critic`` choices: each critic input, alone and with parameter sharing.
 SHARED = "+shared"
@@ -47,15 +58,28 @@ def ppo_overrides(
     return overrides
 
 
-def maddpg_overrides(
+def learns_from_replay(options: type[BaseModel]) -> bool:
+    """Whether an algorithm with these options learns from replay on its own schedule (they have
+    every field of :data:`REPLAY_FIELDS`) rather than from PPO's rollouts.
+
+    Examples:
+        >>> from marlplug.algorithms.ppo import PPO
+        >>> from marlplug.algorithms.q.options import QOptions
+        >>> learns_from_replay(QOptions), learns_from_replay(PPO.Options)
+        (True, False)
+    """
+    return all(field in options.model_fields for field in REPLAY_FIELDS)
+
+
+def replay_overrides(
     *, num_envs: int, updates: int, rollout_steps: int | None, minibatch: int
 ) -> list[str]:
-    """``maddpg_spread.yaml``'s changes: steps per copy (``rollout_steps``, raised where needed)
+    """A replay-based algorithm's changes (MADDPG, IQL, SAC, ...): steps per copy (``rollout_steps``, raised where needed)
     such that one iteration collects at least one minibatch, learning from the first iteration on,
     and a replay buffer that holds the whole run.
 
     Examples:
-        >>> maddpg_overrides(num_envs=256, updates=4, rollout_steps=None, minibatch=1024)
+        >>> replay_overrides(num_envs=256, updates=4, rollout_steps=None, minibatch=1024)
         ... # doctest: +NORMALIZE_WHITESPACE
         ['algorithm.minibatch_size=1024', 'algorithm.steps_per_iteration=4',
          'algorithm.learning_starts=1024', 'algorithm.buffer_size=4096']
@@ -71,6 +95,7 @@ def maddpg_overrides(
 
 #: Config keys the bench sets at every point, and the option that chooses them instead of --set.
 BENCH_KEYS = {
+    "algorithm.name": "--algorithm",
     "env.agents": "--agents (or --base-agents)",
     "train.num_envs": "--num-envs (or --base-envs)",
     "train.updates": "--updates",
@@ -82,11 +107,21 @@ BENCH_KEYS = {
     "train.minibatch_size": "--minibatch",
     "algorithm.minibatch_size": "--minibatch",
     "algorithm.steps_per_iteration": "--rollout-steps",
-    "algorithm.learning_starts": "none: maddpg learns from the first iteration here",
+    "algorithm.learning_starts": "none: replay-based algorithms learn from the first iteration",
     "algorithm.buffer_size": "none: the buffer holds the whole run",
 }
 
 
 def config_path(algorithm: str) -> str:
-    """The packaged config of ``algorithm`` (``ppo`` or ``maddpg``)."""
-    return str(resources.files("marlplug.configs").joinpath(CONFIGS[algorithm]))
+    """The packaged config the points of the registered ``algorithm`` start from (see
+    :data:`CONFIGS`).
+
+    Examples:
+        >>> [config_path(name).rsplit("/", 1)[1] for name in ("ppo", "qmix")]
+        ['spread_vmas.yaml', 'maddpg_spread.yaml']
+    """
+    name = CONFIGS.get(algorithm)
+    if name is None:
+        options = get_component("algorithm", algorithm, field="--algorithm").Options
+        name = REPLAY_CONFIG if learns_from_replay(options) else ON_POLICY_CONFIG
+    return str(resources.files("marlplug.configs").joinpath(name))

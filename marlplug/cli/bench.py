@@ -41,7 +41,7 @@ BENCHMARKS: dict[str, LazyCommand] = {
     ),
     "scaling": LazyCommand(
         "marlplug.bench.scaling:scaling",
-        "Training frames/s on VMAS (the spread_vmas config) as env copies and agents grow.",
+        "Training frames/s on VMAS as env copies and agents grow, for any algorithm (--algorithm).",
     ),
     "train": LazyCommand(
         "marlplug.bench.train:train",

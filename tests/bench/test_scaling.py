@@ -1,5 +1,6 @@
 """``marlplug bench scaling`` on a tiny budget: both sweeps, real runs, consistent ratios; a row per
-critic; the MADDPG path; the options MADDPG refuses."""
+critic; the MADDPG path; every registered algorithm through the bench; the options the replay-based
+ones refuse; an unknown algorithm."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from marlplug.bench.scaling import format_table, scaling, train_point
+from marlplug.bench.scaling import format_table, run_scaling, scaling, train_point
+from marlplug.plugins import get_plugin_manager
+
+#: Every registered algorithm (the built-ins, and any installed plugin's).
+ALGORITHMS = sorted(get_plugin_manager().registry("algorithm"))
 
 #: Every point a few seconds: 4 copies of 2-3 agents, 2 updates of 5 steps per copy.
 TINY = [
@@ -90,12 +95,59 @@ def test_bench_scaling_maddpg_learns_in_every_timed_iteration() -> None:
         assert row["collect_share"] > 0 and row["update_share"] > 0
 
 
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_bench_scaling_measures_every_registered_algorithm(algorithm: str) -> None:
+    # One point each: 4 copies of 2 agents on VMAS, 2 iterations, and the simulator alone.
+    (row,) = run_scaling(
+        num_envs=(4,),
+        agents=(),
+        base_agents=2,
+        base_envs=4,
+        updates=2,
+        rollout_steps=25,
+        minibatch=20,
+        sim_steps=2,
+        algorithm=algorithm,
+    )
+    assert (row["algorithm"], row["agents"], row["num_envs"]) == (algorithm, 2, 4)
+    assert row["frames"] == 2 * row["frames_per_update"] == 2 * 25 * 4
+    assert row["fps"] > 0 and row["sim_steps_per_s"] > 0 and row["speedup"] == 1.0
+    assert row["train_over_sim"] == pytest.approx(row["fps"] / row["sim_steps_per_s"], abs=1e-3)
+    # Every timed iteration updates (replay-based ones learn from the first collection on).
+    assert row["collect_share"] > 0 and row["update_share"] > 0
+
+
+def test_bench_scaling_names_each_replay_algorithms_own_critic() -> None:
+    critics = {
+        algorithm: train_point(
+            num_envs=4, agents=2, updates=2, rollout_steps=5, minibatch=20, threads=1,
+            algorithm=algorithm,
+        )["critic"]
+        for algorithm in ("iddpg", "qmix")
+    }  # fmt: skip
+    # IDDPG's critics read the agent's own observation; Q-learners have no critic.
+    assert critics == {"iddpg": "local", "qmix": "-"}
+
+
+@pytest.mark.parametrize("algorithm", ["maddpg", "qmix"])
 @pytest.mark.parametrize("option", [["--critic", "state"], ["--threads", "2"]])
-def test_bench_scaling_maddpg_refuses_ppo_options_in_one_line(option: list[str]) -> None:
-    result = CliRunner().invoke(scaling, ["--algorithm", "maddpg", *option])
+def test_bench_scaling_replay_algorithms_refuse_ppo_options_in_one_line(
+    algorithm: str, option: list[str]
+) -> None:
+    result = CliRunner().invoke(scaling, ["--algorithm", algorithm, *option])
     assert result.exit_code == 2
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and errors[0].startswith(f"Error: {option[0]}: maddpg")
+    assert len(errors) == 1 and errors[0].startswith(f"Error: {option[0]}: {algorithm}")
+
+
+def test_bench_scaling_names_the_valid_algorithms_for_an_unknown_one() -> None:
+    result = CliRunner().invoke(scaling, ["--algorithm", "qmx"])
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        "Error: --algorithm: unknown algorithm 'qmx' (did you mean 'qmix'?); available: "
+        + ", ".join(ALGORITHMS)
+    ]
 
 
 def test_bench_scaling_table_names_every_column() -> None:
