@@ -70,7 +70,11 @@ EnvCopies = Literal["serial", "processes"]
 class EnvSpec(ComponentSpec):
     """``env: {name: <scenario>, backend: mpe, copies: serial, ...options}``."""
 
-    name: str = "cooperative_navigation"
+    name: str = Field(
+        "cooperative_navigation",
+        description="Scenario name on env.backend (`marlplug envs` lists them); its options go "
+        "beside it (environment options).",
+    )
     backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
     # serial until measured: marlplug.envs.copies says how to measure it.
     copies: EnvCopies = Field(
