@@ -24,6 +24,7 @@ from marlplug.algorithms.ppo_program import PpoProgram, seeded
 from marlplug.algorithms.ppo_step import UpdateStepResult, step_modules
 from marlplug.config import MAX_WIDTH
 from marlplug.config.checks import warn
+from marlplug.config.train import SMALL_GEMM_ROWS
 from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
@@ -212,6 +213,15 @@ class PPO:
         def uses_global_state(self) -> bool:
             """Whether training needs the env's global state (``make_env(global_state=True)``)."""
             return self.critic == "state"
+
+        def thread_invariant(self, train: TrainSection) -> bool:
+            """Whether a run ends bit for bit the same on any torch thread count (then
+            ``train.torch_threads: auto`` may give it several; ``tests/train/test_threads.py``).
+            PPO reduces per agent, but MKL multiplies 5 to 11 rows with other last bits on two
+            threads (:mod:`marlplug.train.threads`), so every minibatch and every collection step
+            must have at least ``SMALL_GEMM_ROWS`` rows; recurrent runs are not checked yet."""
+            rows = min(train.minibatch_size, train.num_envs)
+            return self.recurrent == "none" and rows >= SMALL_GEMM_ROWS
 
         def min_memory_bytes(
             self, *, agents: int, observation_floats: int, train: TrainSection

@@ -24,6 +24,10 @@ LrSchedule = Literal["constant", "linear"]
 #: ``train.torch_threads``: ``auto`` (:mod:`marlplug.train.threads` chooses), a number, or ``None``
 #: (torch's own default).
 TorchThreads = Literal["auto"] | int | None
+#: The fewest rows of a float32 matrix product that MKL computes bit for bit the same on any thread
+#: count: 5 to 11 rows differ between 1 and 2 threads (2-core AMD EPYC Zen 4, MKL 2024.2). An
+#: algorithm's ``thread_invariant`` checks its batches against it (:mod:`marlplug.train.threads`).
+SMALL_GEMM_ROWS = 12
 
 # The fields whose defaults differ between the joint trainer and the ``train:`` section: declared
 # once here, each class gives its own default. Upper bounds are far beyond any real run; they stop

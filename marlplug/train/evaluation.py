@@ -31,6 +31,7 @@ from marlplug.envs.evaluate import (
 from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import restore_rng_states, rng_states
 from marlplug.runs.evaluations import EvaluationPoint
+from marlplug.train.threads import one_thread
 
 #: Reference episodes already measured in this process (:meth:`PeriodicEvaluation.references`):
 #: per key, the most episodes measured and their returns.
@@ -143,7 +144,10 @@ class PeriodicEvaluation:
         ``final``: the evaluation after the run's last update (``train.final_eval_episodes``)."""
         episodes = self.final_episodes if final else self.episodes
         references = self.references(episodes)
-        with untouched_rng():
+        # One thread: one env copy acts through products of a few rows, which MKL computes with
+        # other last bits on two threads (marlplug.train.threads), and a second thread would only
+        # add synchronization to such small tensors.
+        with untouched_rng(), one_thread():
             policy = acting_policy(self.program, self.env, theta.clone())
             if policy is None:  # a ModuleActing program whose policy is unset
                 raise ConfigError(

@@ -71,7 +71,7 @@ from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training, WaitingSource
 from marlplug.train.result import TrainResult
-from marlplug.train.threads import AutoThreads, set_torch_threads
+from marlplug.train.threads import AutoThreads, set_torch_threads, thread_invariant
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
 #: with no logging set up, and a library user can silence them).
@@ -119,7 +119,9 @@ def run(
     try:
         auto = None
         if config.train.torch_threads == "auto" and "torch_threads" not in ignored:
-            auto = AutoThreads()  # chooses before every update, trying both sizes first
+            # Chooses before every update, trying both sizes first; one thread for a run whose
+            # result could depend on the count.
+            auto = AutoThreads(invariant=thread_invariant(config))
         elif "torch_threads" not in ignored:
             set_torch_threads(config.train.torch_threads)
         return _run(

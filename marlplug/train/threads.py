@@ -1,6 +1,7 @@
-"""How many torch threads a run uses: ``train.torch_threads``, a number (1 by default), or ``auto``
-(the packaged VMAS PPO configs): the CPUs this process may use that no other process keeps busy,
-divided among the runs that share them, chosen again before every update.
+"""How many torch threads a run uses: ``train.torch_threads``, a number (1 by default), ``auto``, or
+``None`` (torch's own). ``auto`` takes the CPUs this process may use that no other process keeps
+busy, divided among the runs that share them, chosen again before every update, and only for a run
+whose result cannot depend on the count (:func:`thread_invariant`); every other run gets one thread.
 
 Why not simply every core: a torch thread that shares its core with another process stalls every
 parallel operation of the run, because the other threads wait for it at the operation's end. On a
@@ -10,11 +11,25 @@ a CPU as free when other processes used less than :data:`BUSY_SHARE` of it since
 (``/proc/stat`` less this process's own CPU time), so a neighbour that starts mid-run takes a
 thread away at the next update and one that ends gives it back.
 
-The thread count can change a run's last bits: the packaged VMAS PPO configs train the same run
-bit for bit on 1 and 2 threads (``tests/train/test_threads.py`` holds it for such a run), but
-continuous PPO on mpe ends 1.5e-8 apart after 2 updates. ``auto``'s count follows the machine's
-load, so it is not the default: with it, a seed gives the same run only where the count does not
-matter.
+Why only some runs: the same seed must give the same run, and ``auto``'s count follows the
+machine's load. Two kinds of torch operation give other last bits on another thread count (every
+aten op of every built-in algorithm compared on 1 and 2 threads, issue 47):
+
+- a float32 matrix product (``mm``/``addmm``: MKL's sgemm) of 5 to 11 rows, on 2 or 8 threads
+  against one (not 3 or 4; 2-core AMD EPYC Zen 4, MKL 2024.2). 12 rows and more, 1 to 4 and 8
+  rows, and batched products (``bmm``, the stacked per-agent layers) agree. It is inside MKL:
+  ``MKL_CBWR=AUTO,STRICT`` set before the process's first product removes it, and cannot be
+  switched on later (``mkl_cbwr_set`` then fails).
+- a reduction of more than 32,768 elements to ONE number (``x.sum()``, ``x.mean()``): torch adds
+  per-thread partial sums. Reductions with several outputs (``x.sum(0)`` of ``[B, agents]``) add
+  each output on one thread and agree; marlplug's losses reduce per agent.
+
+So an algorithm declares which of its runs are invariant (``thread_invariant(train)`` on its
+Options: PPO's runs whose every multiplied batch has at least :data:`~marlplug.config.train.SMALL_GEMM_ROWS` rows), and
+``tests/train/test_threads.py`` trains every built-in algorithm on 1 and 2 threads and holds the
+results bit for bit. An algorithm that declares nothing (a plugin's) runs on one thread. The
+replay-based algorithms (MADDPG, IDDPG, IQL, VDN, QMIX, ISAC, MASAC) set one thread for their own
+collection and updates and ignore ``train.torch_threads``.
 
 A sweep (``marlplug sweep --jobs N``) tells its runs how many share the machine through
 :data:`CPU_SHARE_ENV`; so can a user who starts runs side by side by hand.
@@ -24,12 +39,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from marlplug.config.train import TorchThreads
+
+if TYPE_CHECKING:
+    from marlplug.config import MarlplugConfig
 
 #: Runs sharing this process's CPUs (an integer >= 1), set by ``marlplug sweep`` for its runs.
 CPU_SHARE_ENV = "MARLPLUG_CPU_SHARE"
@@ -37,6 +57,23 @@ CPU_SHARE_ENV = "MARLPLUG_CPU_SHARE"
 BUSY_SHARE = 0.3
 #: The shortest interval ``auto`` measures other processes over (a first choice: any).
 MIN_INTERVAL_S = 0.2
+
+
+def thread_invariant(config: MarlplugConfig) -> bool:
+    """Whether ``config``'s run ends bit for bit the same on any thread count, so ``auto`` may give
+    it more than one: what its algorithm declares (``thread_invariant(train)`` on its Options;
+    ``False`` where it declares nothing).
+
+    Examples:
+        >>> from marlplug.config import load_config
+        >>> vmas = {"env": {"backend": "vmas"}, "train": {"num_envs": 600, "minibatch_size": 3000}}
+        >>> thread_invariant(load_config(data=vmas))
+        True
+        >>> thread_invariant(load_config(data={}))  # one mpe copy: batches of fewer than 12 rows
+        False
+    """
+    declared = getattr(config.algorithm.options, "thread_invariant", None)
+    return bool(declared(config.train)) if callable(declared) else False
 
 
 def usable_cpus() -> list[int]:
@@ -158,15 +195,19 @@ class AutoThreads:
     ~1.35x faster on 2 threads than on one, but ``marlplug train`` with no config (mpe, small
     minibatches) ~1.3x slower. So while more than one CPU is free, the first update warms up, the
     second runs on every free CPU and the third on one, and the run keeps the faster (the result is
-    the same bit for bit either way).
+    the same bit for bit either way). A run that is not ``invariant`` (:func:`thread_invariant`)
+    always gets one thread.
 
     Examples:
-        >>> auto = AutoThreads()
+        >>> auto = AutoThreads(invariant=True)
         >>> 1 <= auto.choose() <= len(usable_cpus())
         True
+        >>> AutoThreads(invariant=False).choose()
+        1
     """
 
-    def __init__(self, share: int | None = None) -> None:
+    def __init__(self, share: int | None = None, *, invariant: bool = False) -> None:
+        self.invariant = invariant
         self.cpus = usable_cpus()
         self.share = share if share is not None else cpu_share()
         self._last = CpuClock.now(self.cpus)
@@ -180,6 +221,11 @@ class AutoThreads:
 
     def choose(self) -> int:
         """Pick and set the thread count for the update that follows; return it."""
+        if not self.invariant:  # another count could change the run's last bits
+            if torch.get_num_threads() != 1:
+                torch.set_num_threads(1)
+            self.threads = 1
+            return 1
         # Updates shorter than MIN_INTERVAL_S keep the last count: too short to tell a busy CPU
         # from noise (the interval goes on growing until it is long enough).
         if self._free is None or time.monotonic() - self._last.wall_s >= MIN_INTERVAL_S:
@@ -203,10 +249,33 @@ class AutoThreads:
             self.one_is_faster = self._seconds["one"] < self._seconds["many"]
 
 
-def set_torch_threads(setting: TorchThreads) -> AutoThreads | None:
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread inside the block, the previous count after it: for work that ``auto``
+    need not speed up and must not change (an evaluation acts on one env copy at a time, products
+    of a few rows).
+
+    Examples:
+        >>> previous = torch.get_num_threads()
+        >>> with one_thread():
+        ...     torch.get_num_threads()
+        1
+        >>> torch.get_num_threads() == previous
+        True
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def set_torch_threads(setting: TorchThreads, *, invariant: bool = False) -> AutoThreads | None:
     """Apply ``train.torch_threads`` once (code that does not run updates one by one): a number
     sets it, ``None`` leaves torch's default, ``auto`` chooses from the CPUs free now (measured
-    over :data:`MIN_INTERVAL_S`) and returns the :class:`AutoThreads` that did.
+    over :data:`MIN_INTERVAL_S`; one thread unless the caller knows the work is ``invariant``, see
+    :func:`thread_invariant`) and returns the :class:`AutoThreads` that did.
 
     Examples:
         >>> previous = torch.get_num_threads()
@@ -219,7 +288,8 @@ def set_torch_threads(setting: TorchThreads) -> AutoThreads | None:
     if setting != "auto":
         torch.set_num_threads(setting)
         return None
-    auto = AutoThreads()
-    time.sleep(MIN_INTERVAL_S)  # once: what other processes do now
+    auto = AutoThreads(invariant=invariant)
+    if invariant:
+        time.sleep(MIN_INTERVAL_S)  # once: what other processes do now
     auto.choose()
     return auto

@@ -1,5 +1,7 @@
 """``train.torch_threads: auto``: the CPUs other processes leave free, a sweep's share, and a result
-that does not depend on the thread count (what makes ``auto`` safe for reproducibility)."""
+that does not depend on the thread count (what makes ``auto`` safe for reproducibility): every
+built-in algorithm trains the same run bit for bit on 1 and 2 threads, and ``auto`` gives more than
+one only to runs whose algorithm declares them invariant."""
 
 from __future__ import annotations
 
@@ -14,8 +16,16 @@ import torch
 
 from marlplug.config import load_config
 from marlplug.errors import UserError
+from marlplug.plugins import get_plugin_manager
+from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
-from marlplug.train.threads import CPU_SHARE_ENV, AutoThreads, cpu_share, usable_cpus
+from marlplug.train.threads import (
+    CPU_SHARE_ENV,
+    AutoThreads,
+    cpu_share,
+    thread_invariant,
+    usable_cpus,
+)
 
 CPUS = usable_cpus()
 
@@ -42,7 +52,7 @@ def test_auto_leaves_a_core_that_another_process_keeps_busy(busy_core: int) -> N
     threads = torch.get_num_threads()
     try:
         time.sleep(0.3)  # the loop is running
-        auto = AutoThreads(share=1)
+        auto = AutoThreads(share=1, invariant=True)
         time.sleep(0.5)  # an interval to measure it over
         assert auto.choose() <= len(CPUS) - 1
         assert torch.get_num_threads() == auto.threads
@@ -53,7 +63,7 @@ def test_auto_leaves_a_core_that_another_process_keeps_busy(busy_core: int) -> N
 def test_a_sweeps_share_caps_each_run() -> None:
     threads = torch.get_num_threads()
     try:
-        assert AutoThreads(share=len(CPUS)).choose() == 1
+        assert AutoThreads(share=len(CPUS), invariant=True).choose() == 1
     finally:
         torch.set_num_threads(threads)
 
@@ -105,7 +115,7 @@ def test_auto_tries_every_free_cpu_and_one_then_keeps_the_faster(
     threads = torch.get_num_threads()
     try:
         for one_seconds, kept in ((1.0, 1), (3.0, 2)):
-            auto = AutoThreads(share=1)
+            auto = AutoThreads(share=1, invariant=True)
             auto.cpus = [0, 1]  # as on a 2-core machine, with nothing else running
             tried = []
             for seconds in (9.0, 2.0, one_seconds, 1.0, 1.0):  # warm-up, 2 threads, 1 thread, ...
@@ -113,5 +123,105 @@ def test_auto_tries_every_free_cpu_and_one_then_keeps_the_faster(
                 auto.timed(seconds)
             assert tried == [2, 2, 1, kept, kept]
             assert auto.one_is_faster is (kept == 1)
+    finally:
+        torch.set_num_threads(threads)
+
+
+# Small runs of every built-in algorithm, 2 updates each. PPO's are the runs it declares invariant
+# (at least SMALL_GEMM_ROWS rows in every minibatch and collection step), with an evaluation after
+# each update; the replay-based algorithms set one thread for their collection and updates, and the
+# process's count (1 or 2 here) runs the rest (sampling the replay buffer, the Polyak steps' rows).
+PPO = [
+    "algorithm.name=ppo",
+    "algorithm.hidden_size=16",
+    "algorithm.feature_dim=16",
+    "train.num_envs=12",
+    "train.rollout_steps=10",
+    "train.minibatch_size=40",
+    "train.n_epochs=2",
+    "train.updates=2",
+    "train.eval_every=1",
+    "train.eval_episodes=2",
+]
+REPLAY = [
+    "algorithm.minibatch_size=32",
+    "algorithm.learning_starts=50",
+    "algorithm.steps_per_iteration=25",
+    "algorithm.hidden_sizes=[16, 16]",
+    "train.updates=4",  # updates at iterations 3 and 4
+    "train.eval_every=0",
+]
+MPE = ["env.name=cooperative_navigation", "env.agents=3", "env.max_steps=10"]
+GIVE_WAY = ["env.backend=vmas", "env.name=give_way", "env.max_steps=25"]
+RUNS = {
+    "ppo-mpe": [*PPO, *MPE],
+    "ppo-mpe-continuous": [*PPO, *MPE, "env.continuous_actions=true"],
+    "ppo-vmas": [*PPO, *MPE, "env.backend=vmas"],
+    "ppo-vmas-continuous": [*PPO, "env.backend=vmas", "env.name=balance", "env.max_steps=10"],
+    "ppo-shared": [*PPO, *MPE, "env.backend=vmas", "algorithm.share_params=true"],
+    "maddpg": ["algorithm.name=maddpg", *REPLAY, "algorithm.episode_length=25", *GIVE_WAY],
+    "iddpg": ["algorithm.name=iddpg", *REPLAY, "algorithm.episode_length=25", *GIVE_WAY],
+    "isac": ["algorithm.name=isac", *REPLAY, "algorithm.episode_length=25", *GIVE_WAY],
+    "masac": ["algorithm.name=masac", *REPLAY, "algorithm.episode_length=25", *GIVE_WAY],
+    "iql": ["algorithm.name=iql", *REPLAY, *MPE],
+    "vdn": ["algorithm.name=vdn", *REPLAY, *MPE],
+    "qmix": ["algorithm.name=qmix", *REPLAY, *MPE],
+}
+
+
+def _run_on(threads: int, overrides: list[str], folder: Path) -> tuple[torch.Tensor, list[float]]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)  # what the replay-based algorithms leave to the process
+    try:
+        options = [*overrides, "logging.progress=false"]
+        if "algorithm.name=ppo" in overrides:
+            options.append(f"train.torch_threads={threads}")
+        result = run(load_config(data={}, overrides=options), run_dir=folder)
+    finally:
+        torch.set_num_threads(previous)
+    state = torch.cat([result.theta.flatten(), result.opt_state.flatten()])
+    return state, [point.mean for point in result.evaluations]
+
+
+def test_every_built_in_algorithm_has_a_thread_count_run() -> None:
+    runs = {
+        next(o for o in options if o.startswith("algorithm.name=")) for options in RUNS.values()
+    }
+    names = {option.removeprefix("algorithm.name=") for option in runs}
+    assert names == set(get_plugin_manager().registry("algorithm"))
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs")
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_thread_count_does_not_change_a_run(tmp_path: Path, name: str) -> None:
+    overrides = RUNS[name]
+    if "algorithm.name=ppo" in overrides:  # what lets auto give these runs more than one thread
+        assert thread_invariant(load_config(data={}, overrides=overrides))
+    one, one_returns = _run_on(1, overrides, tmp_path / "one")
+    two, two_returns = _run_on(2, overrides, tmp_path / "two")
+    assert torch.equal(one, two)
+    assert one_returns == two_returns
+    # The updates moved the rows: two runs that never trained would pass.
+    start, _ = _run_on(1, [*overrides, "train.updates=1"], tmp_path / "start")
+    assert not torch.equal(start, one)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "invariant"),
+    [
+        (RUNS["ppo-vmas"], True),
+        ([], False),  # one mpe copy: products of 1 to 3 rows in collection
+        ([*RUNS["ppo-vmas"], "train.minibatch_size=10"], False),  # 10-row products differ
+        (RUNS["maddpg"], False),  # declares nothing (it runs its updates on one thread)
+    ],
+)
+def test_auto_gives_several_threads_only_to_a_declared_invariant_run(
+    overrides: list[str], invariant: bool
+) -> None:
+    config = load_config(data={}, overrides=overrides)
+    assert thread_invariant(config) is invariant
+    threads = torch.get_num_threads()
+    try:
+        assert AutoThreads(share=1, invariant=False).choose() == 1
     finally:
         torch.set_num_threads(threads)
