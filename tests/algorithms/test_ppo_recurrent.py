@@ -45,6 +45,15 @@ class TestPPORecurrent(AlgorithmContract):
     options.pop("name")
 
 
+class TestPPORecurrentTwoGroups(AlgorithmContract):
+    """Two agent groups, each with its own GRU and hidden state (two primers on one env)."""
+
+    algorithm_class = PPO
+    options: ClassVar[dict[str, Any]] = TestPPORecurrent.options
+    env = "predator_prey"
+    env_options: ClassVar[dict[str, Any]] = {"agents": 3, "adversaries": 1, "obstacles": 1}
+
+
 def _bound(num_envs: int = 2) -> tuple[Any, Any, MarlplugConfig]:
     config = load_config(
         data={
