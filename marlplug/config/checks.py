@@ -4,7 +4,8 @@ Each field is checked by its schema; what a schema cannot see is checked here, b
 starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused; PPO-only ``train``
 fields: a warning), PPO rollouts shorter than an episode (a warning), recurrent training
 sequences that do not divide the rollout, the same loss twice (:func:`check_unique_losses`, run
-before moved entries leave the list), straggler settings that delay nobody, tracker settings of a backend the run does not log to, and a memory estimate that
+before moved entries leave the list), straggler settings that delay nobody, worker processes for
+one env copy, tracker settings of a backend the run does not log to, and a memory estimate that
 refuses runs which cannot fit in this machine's memory.
 """
 
@@ -55,6 +56,7 @@ def check_config(config: MarlplugConfig) -> None:
     _check_rollouts_cover_episodes(config)
     _check_sequences(config)
     _check_stragglers(config)
+    _check_env_copies(config)
     _check_tracker_settings(config)
     _check_memory(config)
 
@@ -177,6 +179,15 @@ def _check_stragglers(config: MarlplugConfig) -> None:
         warn(
             f"coding.stragglers.{field}: does nothing without delay_s (a straggler answers "
             "delay_s seconds late; it is 0); set coding.stragglers.delay_s, e.g. 0.25"
+        )
+
+
+def _check_env_copies(config: MarlplugConfig) -> None:
+    # One copy always runs in the training process (marlplug.envs.copies).
+    if config.env.copies == "processes" and config.train.num_envs == 1:
+        warn(
+            "env.copies: processes does nothing with train.num_envs 1 (the one copy runs in the "
+            "training process); set train.num_envs to 2 or more"
         )
 
 

@@ -12,6 +12,7 @@ import torch
 from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
 
 from marlplug.config import load_config
+from marlplug.config.checks import ConfigWarning
 from marlplug.envs import available_envs, make_env
 from marlplug.errors import ConfigError
 from marlplug.train import run_training
@@ -85,6 +86,11 @@ def test_an_unknown_choice_names_the_field_and_the_choices() -> None:
         make_env("cooperative_navigation", num_envs=2, copies="threads")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"env\.copies: input should be 'serial' or 'processes'"):
         load_config(overrides=["env.copies=threads"])
+
+
+def test_worker_processes_for_one_copy_warn_that_they_do_nothing() -> None:
+    with pytest.warns(ConfigWarning, match=r"^env\.copies: processes does nothing with train"):
+        load_config(overrides=["env.copies=processes"])
 
 
 def test_the_config_carries_the_choice_to_the_training_env() -> None:
