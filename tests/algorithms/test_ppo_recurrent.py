@@ -231,3 +231,20 @@ def test_render_hands_the_policy_its_carried_state() -> None:
     carried = policy.seen[1:]
     assert all(state is not None and bool((state != 0).any()) for state in carried)
     assert not any(torch.equal(a, b) for a, b in itertools.pairwise(carried))  # type: ignore[arg-type]
+
+
+def test_copies_in_worker_processes_train_the_gru_as_serial_copies_do(tmp_path: Path) -> None:
+    """The hidden state's transforms wrap a process-backed env as they wrap a serial one."""
+    options = [
+        *SMALL_RUN,
+        "algorithm.recurrent=gru",
+        "algorithm.recurrent_hidden_size=8",
+        "algorithm.sequence_length=10",
+        "train.rollout_steps=30",
+        "train.num_envs=2",
+        "train.updates=2",
+        f"logging.dir={tmp_path}",
+    ]
+    serial = run_training(load_config(overrides=options))
+    processes = run_training(load_config(overrides=[*options, "env.copies=processes"]))
+    assert torch.equal(processes.theta, serial.theta)
