@@ -139,3 +139,31 @@ def test_the_team_reward_is_credited_to_the_agent_whose_action_earned_it() -> No
         theta, opt_state = update.theta, update.opt_state
     greedy = program.act(theta, torch.randn(500, 3, program.obs_dim), explore=False)
     assert bool((greedy[:, 0].argmax(-1) == 3).all())
+
+
+def test_the_mixers_weights_stay_bounded_however_far_the_agents_go() -> None:
+    # The hypernetworks are linear in the state and the mixing weights are their absolute values:
+    # fed raw positions, the factor through which each agent's Q reaches the team's grew with the
+    # square of the distance (a trained mixer's from 2.6 to 52 as greedy agents drifted away), and
+    # leaving the arena looked best. On the bounded state the factor never exceeds what any state
+    # in [-1, 1] can give: each hypernetwork output at most its |weights| summed plus |bias|.
+    program = qmix_program()
+    theta, _ = program.init_state(0)
+    state = program.theta_codec.unflatten(theta)
+    names = program.mixer_rows.names
+    params = {name: state["mixer." + name][0] for name in names}
+
+    def largest_output(layer: str) -> torch.Tensor:
+        return params[layer + ".weight"].abs().sum(1) + params[layer + ".bias"].abs()
+
+    agents, width = 3, program.mixer.embed_dim
+    first = largest_output("hyper_w_1").view(agents, width)
+    final = largest_output("hyper_w_final")
+    limit = (first * final).sum(1)  # [M]; ELU's slope is at most 1
+    chosen = torch.randn(16, agents, requires_grad=True)
+    for scale in (1.0, 1e3):
+        obs = scale * torch.randn(16, agents, program.obs_dim)
+        team = program.mixer_rows.mix([params[n] for n in names], chosen, obs)
+        (factor,) = torch.autograd.grad(team.sum(), chosen)
+        assert bool((factor >= 0).all()), scale  # monotonic
+        assert bool((factor <= limit).all()), (scale, float(factor.max()), limit.tolist())
