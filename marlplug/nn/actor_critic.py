@@ -11,35 +11,31 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import torch
-from tensordict.nn import (
-    InteractionType,
-    TensorDictModule,
-    TensorDictModuleBase,
-    TensorDictSequential,
-)
+from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 from torch import nn
 from torchrl.envs import EnvBase
-from torchrl.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
+from torchrl.modules import ProbabilisticActor
 
 from marlplug.envs.layout import GroupLayout, read_layout
 from marlplug.envs.state import STATE
 from marlplug.errors import UserError
 from marlplug.nn.critic_input import CriticInput, critic_from_centralized
 from marlplug.nn.obs_norm import ObservationNormalized, ObservationNormalizer
+from marlplug.nn.policy_head import (
+    ACTION,
+    ACTION_LOG_PROB,
+    FEATURES,
+    LOC,
+    LOGITS,
+    OBSERVATION,
+    SCALE,
+    STATE_VALUE,
+    policy_actor,
+)
 from marlplug.nn.recurrent import Recurrent, RecurrentEncoder, StackedGRUCell
-from marlplug.nn.rollout_policy import CategoricalRolloutPolicy, categorical_distribution
+from marlplug.nn.rollout_policy import CategoricalRolloutPolicy
 from marlplug.nn.stacked import StackedLinear, StackedMLP
 from marlplug.nn.value_norm import ValueNormalizer
-
-#: Key names inside a group, shared with :class:`marlplug.losses.JointPPOLoss`'s defaults.
-OBSERVATION = "observation"
-FEATURES = "features"
-LOGITS = "logits"
-LOC = "loc"
-SCALE = "scale"
-ACTION = "action"
-ACTION_LOG_PROB = "action_log_prob"
-STATE_VALUE = "state_value"
 
 #: How the networks' weights are drawn: ``torch`` (``nn.Linear``'s uniform) or ``orthogonal``
 #: (MAPPO's: the activation's gain for hidden layers, 5/3 for tanh and sqrt(2) for relu; 0.01 for
@@ -55,6 +51,21 @@ POLICY_HEAD_GAIN = 0.01
 #: What a group's networks need to know about its agents: the env layout reader's group
 #: (:class:`marlplug.envs.layout.GroupLayout`; :func:`marlplug.envs.read_layout` reads an env's).
 GroupSpec = GroupLayout
+
+#: The keys inside a group (:mod:`marlplug.nn.policy_head`), importable from here as before.
+__all__ = [
+    "ACTION",
+    "ACTION_LOG_PROB",
+    "FEATURES",
+    "LOC",
+    "LOGITS",
+    "OBSERVATION",
+    "SCALE",
+    "STATE_VALUE",
+    "GroupActorCritic",
+    "GroupSpec",
+    "JointActorCritic",
+]
 
 
 class GroupActorCritic(nn.Module):
@@ -161,64 +172,14 @@ class GroupActorCritic(nn.Module):
             self.encoder = TensorDictModule(
                 encoder_network, in_keys=[(group, OBSERVATION)], out_keys=[(group, FEATURES)]
             )
-        if spec.continuous:
-            # Like TorchRL's MAPPO tutorial for VMAS: loc and scale per action dimension, a
-            # TanhNormal squashed into the env's action bounds.
-            self.policy_head = TensorDictModule(
-                nn.Sequential(
-                    StackedLinear(
-                        n_agents=spec.n_agents,
-                        in_features=feature_dim,
-                        out_features=2 * spec.n_actions,
-                    ),
-                    NormalParamExtractor(),
-                ),
-                in_keys=[(group, FEATURES)],
-                out_keys=[(group, LOC), (group, SCALE)],
-            )
-            self.actor = ProbabilisticActor(
-                TensorDictSequential(self.encoder, self.policy_head),
-                in_keys={"loc": (group, LOC), "scale": (group, SCALE)},
-                out_keys=[(group, ACTION)],
-                distribution_class=TanhNormal,
-                distribution_kwargs={
-                    "low": torch.tensor(spec.action_low),
-                    "high": torch.tensor(spec.action_high),
-                },
-                return_log_prob=True,
-                log_prob_key=(group, ACTION_LOG_PROB),
-                # Sample unless told otherwise (set_exploration_type), as the discrete
-                # CategoricalRolloutPolicy does; TorchRL's default outside a collector is the mode.
-                default_interaction_type=InteractionType.RANDOM,
-            )
-            self.rollout_policy: TensorDictModuleBase = self.actor
-        else:
-            self.policy_head = TensorDictModule(
-                StackedLinear(
-                    n_agents=spec.n_agents, in_features=feature_dim, out_features=spec.n_actions
-                ),
-                in_keys=[(group, FEATURES)],
-                out_keys=[(group, LOGITS)],
-            )
-            self.actor = ProbabilisticActor(
-                TensorDictSequential(self.encoder, self.policy_head),
-                **categorical_distribution(group, masked=spec.action_mask),
-                out_keys=[(group, ACTION)],
-                return_log_prob=True,
-                log_prob_key=(group, ACTION_LOG_PROB),
-                # A GRU acts through this actor: it samples unless told otherwise, as the lean
-                # rollout policy does.
-                default_interaction_type=InteractionType.RANDOM
-                if recurrent == "gru"
-                else InteractionType.DETERMINISTIC,
-            )
-            self.rollout_policy = (
-                CategoricalRolloutPolicy(
-                    encoder_network, self.policy_head.module, group=group, masked=spec.action_mask
-                )
-                if recurrent == "none"
-                # The lean policy reads observations only; a GRU also reads and writes its state.
-                else self.actor
+        self.policy_head, self.actor = policy_actor(
+            spec, self.encoder, feature_dim=feature_dim, samples=recurrent == "gru"
+        )
+        self.rollout_policy: TensorDictModuleBase = self.actor
+        if not spec.continuous and recurrent == "none":
+            # The lean policy reads observations only (a GRU also reads and writes its state).
+            self.rollout_policy = CategoricalRolloutPolicy(
+                encoder_network, self.policy_head.module, group=group, masked=spec.action_mask
             )
         value_net = StackedMLP(
             n_agents=spec.n_agents,
