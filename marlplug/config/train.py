@@ -135,15 +135,17 @@ class TrainSection(TrainerSettings):
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
     )
-    # 1 by default, not auto: the thread count can change a run's last bits (continuous PPO on
-    # mpe: 1.5e-8 after 2 updates), and auto's count follows the machine's load, so a seed would
-    # not give the same run everywhere. The packaged VMAS PPO configs, measured the same on 1 and
-    # 2 threads, use auto (docs/results/speed.md "On a busy machine"; marlplug.train.threads).
+    # auto by default: every core on an idle machine is the fastest measured for the VMAS PPO
+    # configs, and a core another process keeps busy stalls every parallel op (issue 47;
+    # docs/results/speed.md "On a busy machine"). auto gives several threads only to runs whose
+    # algorithm declares them thread-invariant, so a seed gives the same run on any load
+    # (marlplug.train.threads; tests/train/test_threads.py); every other run gets one.
     torch_threads: TorchThreads = Field(
-        1,
-        description="torch intra-op threads: a number (small networks run fastest on one), auto "
-        "(the CPUs no other process keeps busy, divided among a sweep's runs, chosen again every "
-        "update; the count can change a run's last bits), or null (torch's default).",
+        "auto",
+        description="torch intra-op threads: auto (the CPUs no other process keeps busy, divided "
+        "among a sweep's runs, chosen again every update, for runs that train the same on any "
+        "count, e.g. PPO with minibatches and env copies of 12 rows or more; one thread for the "
+        "others), a number, or null (torch's default).",
     )
     # Evaluating every 10 updates costs little for PPO (20 episodes of 25 steps are ~500 frames,
     # against thousands per update) and draws the deterministic curve beside the noisy training

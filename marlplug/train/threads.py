@@ -1,4 +1,4 @@
-"""How many torch threads a run uses: ``train.torch_threads``, a number (1 by default), ``auto``, or
+"""How many torch threads a run uses: ``train.torch_threads``, ``auto`` (the default), a number, or
 ``None`` (torch's own). ``auto`` takes the CPUs this process may use that no other process keeps
 busy, divided among the runs that share them, chosen again before every update, and only for a run
 whose result cannot depend on the count (:func:`thread_invariant`); every other run gets one thread.
