@@ -17,6 +17,7 @@ import torch
 from mpe2._mpe_utils.core import Agent, World
 from scipy.optimize import linear_sum_assignment
 from tensordict import TensorDictBase
+from torch import nn
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 from torchrl.envs.utils import RandomPolicy
@@ -218,12 +219,21 @@ def random_group_policy(policy: Policy, env: EnvBase, group: str) -> Policy:
             + ", ".join(groups)
         )
     spec = env.full_action_spec
-    randomize = RandomPolicy(Composite({group: spec[group]}, shape=spec.shape))
+    return _WithRandomGroup(policy, RandomPolicy(Composite({group: spec[group]}, shape=spec.shape)))
 
-    def act(tensordict: TensorDictBase) -> TensorDictBase:
-        return randomize(policy(tensordict))
 
-    return act
+class _WithRandomGroup(nn.Module):
+    """``policy``, then one group's actions redrawn at random. A module holding ``policy`` as its
+    submodule (when it is one), so a recurrent policy's state primers stay visible to
+    :func:`~marlplug.envs.transformed.with_policy_transforms` and its state is carried."""
+
+    def __init__(self, policy: Policy, randomize: RandomPolicy) -> None:
+        super().__init__()
+        self.policy = policy
+        self.randomize = randomize
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self.randomize(self.policy(tensordict))
 
 
 def scripted_policy(env: EnvBase, *, scenario: str, nearest: bool = False) -> Policy:

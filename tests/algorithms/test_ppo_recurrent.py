@@ -21,6 +21,7 @@ from marlplug.algorithms.ppo import PPO
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
+from marlplug.envs.policies import random_group_policy
 from marlplug.testing import AlgorithmContract
 from marlplug.train.run import run_training
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
@@ -140,6 +141,20 @@ def test_evaluation_carries_the_hidden_state_and_repeats() -> None:
         assert start is not None and bool((start == 0).all())
         assert next_step is not None and bool((next_step != 0).any())
     assert evaluate(env, policy, episodes=2, seed=4).returns == first.returns
+
+
+def test_a_random_group_beside_a_gru_policy_keeps_its_state_carried() -> None:
+    # marlplug evaluate --random-group wraps the policy; the wrapper must still show the env the
+    # policy's primers, or the GRU would act from a zero state at every step.
+    program, source, config = _bound(num_envs=1)
+    theta, _ = program.init_state(config.seed)
+    source.close()
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    policy = _Recording(acting_policy(program, env, theta))
+    evaluate(env, random_group_policy(policy, env, "agent"), episodes=1, seed=4)
+    start, next_step = policy.seen[0], policy.seen[1]
+    assert start is not None and bool((start == 0).all())
+    assert next_step is not None and bool((next_step != 0).any())
 
 
 def test_a_gru_run_trains_and_marlplug_evaluate_runs_it(
