@@ -169,7 +169,7 @@ RUNS = {
 }
 
 
-def _run_on(threads: int, overrides: list[str], folder: Path) -> tuple[torch.Tensor, list[float]]:
+def _run_on(threads: int, overrides: list[str], folder: Path) -> tuple[torch.Tensor, str]:
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)  # what the replay-based algorithms leave to the process
     try:
@@ -180,7 +180,11 @@ def _run_on(threads: int, overrides: list[str], folder: Path) -> tuple[torch.Ten
     finally:
         torch.set_num_threads(previous)
     state = torch.cat([result.theta.flatten(), result.opt_state.flatten()])
-    return state, [point.mean for point in result.evaluations]
+    # What a run reports: every update's logged stats and every evaluation's return (as text:
+    # exact for floats, and a NaN equals a NaN).
+    return state, repr(
+        [log.stats for log in result.iterations] + [p.mean for p in result.evaluations]
+    )
 
 
 def test_every_built_in_algorithm_has_a_thread_count_run() -> None:
@@ -197,10 +201,10 @@ def test_the_thread_count_does_not_change_a_run(tmp_path: Path, name: str) -> No
     overrides = RUNS[name]
     if "algorithm.name=ppo" in overrides:  # what lets auto give these runs more than one thread
         assert thread_invariant(load_config(data={}, overrides=overrides))
-    one, one_returns = _run_on(1, overrides, tmp_path / "one")
-    two, two_returns = _run_on(2, overrides, tmp_path / "two")
+    one, one_reported = _run_on(1, overrides, tmp_path / "one")
+    two, two_reported = _run_on(2, overrides, tmp_path / "two")
     assert torch.equal(one, two)
-    assert one_returns == two_returns
+    assert one_reported == two_reported
     # The updates moved the rows: two runs that never trained would pass.
     start, _ = _run_on(1, [*overrides, "train.updates=1"], tmp_path / "start")
     assert not torch.equal(start, one)
