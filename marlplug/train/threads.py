@@ -15,21 +15,23 @@ Why only some runs: the same seed must give the same run, and ``auto``'s count f
 machine's load. Two kinds of torch operation give other last bits on another thread count (every
 aten op of every built-in algorithm compared on 1 and 2 threads, issue 47):
 
-- a float32 matrix product (``mm``/``addmm``: MKL's sgemm) of 5 to 11 rows, on 2 or 8 threads
-  against one (not 3 or 4; 2-core AMD EPYC Zen 4, MKL 2024.2). 12 rows and more, 1 to 4 and 8
-  rows, and batched products (``bmm``, the stacked per-agent layers) agree. It is inside MKL:
-  ``MKL_CBWR=AUTO,STRICT`` set before the process's first product removes it, and cannot be
-  switched on later (``mkl_cbwr_set`` then fails).
+- a float32 matrix product (``mm``/``addmm``: MKL's sgemm) of 5 to 11 rows on 2, 5, 6 or 8
+  threads against one (not on 3 or 4; 2-core AMD EPYC Zen 4, MKL 2024.2). On 12 threads and more
+  MKL splits bigger products differently too (17 to 27 rows on 16 threads, up to 171 rows on 64,
+  and batched products of ~100 rows), so ``auto`` gives an invariant run at most
+  :data:`MAX_INVARIANT_THREADS`. It is inside MKL: ``MKL_CBWR=AUTO,STRICT`` set before the
+  process's first product removes it, and cannot be switched on later (``mkl_cbwr_set`` fails).
 - a reduction of more than 32,768 elements to ONE number (``x.sum()``, ``x.mean()``): torch adds
   per-thread partial sums. Reductions with several outputs (``x.sum(0)`` of ``[B, agents]``) add
   each output on one thread and agree; marlplug's losses reduce per agent.
 
 So an algorithm declares which of its runs are invariant (``thread_invariant(train)`` on its
-Options: PPO's runs whose every multiplied batch has at least :data:`~marlplug.config.train.SMALL_GEMM_ROWS` rows), and
-``tests/train/test_threads.py`` trains every built-in algorithm on 1 and 2 threads and holds the
-results bit for bit. An algorithm that declares nothing (a plugin's) runs on one thread. The
-replay-based algorithms (MADDPG, IDDPG, IQL, VDN, QMIX, ISAC, MASAC) set one thread for their own
-collection and updates and ignore ``train.torch_threads``.
+Options; PPO: the runs whose every multiplied batch has at least
+:data:`~marlplug.config.train.SMALL_GEMM_ROWS` rows), and ``tests/train/test_threads.py`` trains
+every built-in algorithm on 1 and 2 threads and holds the results bit for bit. An algorithm that
+declares nothing (a plugin's) runs on one thread. The replay-based algorithms (MADDPG, IDDPG, IQL,
+VDN, QMIX, ISAC, MASAC) set one thread for their own collection and updates and ignore
+``train.torch_threads``; evaluations run on one thread (:func:`one_thread`).
 
 A sweep (``marlplug sweep --jobs N``) tells its runs how many share the machine through
 :data:`CPU_SHARE_ENV`; so can a user who starts runs side by side by hand.
@@ -57,6 +59,11 @@ CPU_SHARE_ENV = "MARLPLUG_CPU_SHARE"
 BUSY_SHARE = 0.3
 #: The shortest interval ``auto`` measures other processes over (a first choice: any).
 MIN_INTERVAL_S = 0.2
+#: The most threads ``auto`` gives an invariant run. Up to 8, products of 12 rows and more, plain
+#: (``mm``) and batched over 3 or 8 agents (``bmm``), agree with one thread (12 to 400 rows and
+#: 600 to 3,000); on 12 to 64 threads MKL splits products of 17 to 171 rows, and batched
+#: products of ~100 rows, differently (2-core AMD EPYC Zen 4, MKL 2024.2, threads oversubscribed).
+MAX_INVARIANT_THREADS = 8
 
 
 def thread_invariant(config: MarlplugConfig) -> bool:
@@ -196,7 +203,7 @@ class AutoThreads:
     minibatches) ~1.3x slower. So while more than one CPU is free, the first update warms up, the
     second runs on every free CPU and the third on one, and the run keeps the faster (the result is
     the same bit for bit either way). A run that is not ``invariant`` (:func:`thread_invariant`)
-    always gets one thread.
+    always gets one thread, an invariant one at most :data:`MAX_INVARIANT_THREADS`.
 
     Examples:
         >>> auto = AutoThreads(invariant=True)
@@ -233,7 +240,7 @@ class AutoThreads:
             others = other_processes_cores(self._last, now)
             self._free = threads_for(len(self.cpus), others, self.share)
             self._last = now
-        free = self._free
+        free = min(self._free, MAX_INVARIANT_THREADS)
         # A trial only while more than one CPU is free: else there is nothing to compare.
         self._trial = self._trials.pop(0) if free > 1 and self._trials else None
         self.threads = 1 if self._trial == "one" or self.one_is_faster else free

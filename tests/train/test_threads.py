@@ -21,6 +21,7 @@ from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
 from marlplug.train.threads import (
     CPU_SHARE_ENV,
+    MAX_INVARIANT_THREADS,
     AutoThreads,
     cpu_share,
     thread_invariant,
@@ -227,5 +228,19 @@ def test_auto_gives_several_threads_only_to_a_declared_invariant_run(
     threads = torch.get_num_threads()
     try:
         assert AutoThreads(share=1, invariant=False).choose() == 1
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_auto_gives_an_invariant_run_at_most_the_verified_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past MAX_INVARIANT_THREADS, MKL splits products of tens of rows differently (threads.py).
+    monkeypatch.setattr("marlplug.train.threads.other_processes_cores", lambda *_: 0.0)
+    threads = torch.get_num_threads()
+    try:
+        auto = AutoThreads(share=1, invariant=True)
+        auto.cpus = list(range(4 * MAX_INVARIANT_THREADS))  # an idle machine with many cores
+        assert auto.choose() == MAX_INVARIANT_THREADS
     finally:
         torch.set_num_threads(threads)
