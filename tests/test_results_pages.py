@@ -319,6 +319,26 @@ def rows_learning_across_cpus() -> Iterator[str]:
         )
 
 
+#: The Q-learners' packaged configs on cooperative navigation (mpe, 3 agents), by algorithm.
+Q_LEARNERS = [
+    ("`iql`", "sweep_spread_iql.json"),
+    ("`vdn`", "sweep_spread_vdn.json"),
+    ("`qmix`", "sweep_spread_qmix.json"),
+]
+
+
+def rows_learning_q_learners() -> Iterator[str]:
+    for label, name in Q_LEARNERS:
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            " / ".join(returns(name)),
+            iqm(name, metric="return", digits=1),
+            " / ".join(scores(name)),
+            iqm(name),
+        )
+
+
 # --- results/many-agents.md -------------------------------------------------------------------
 
 
@@ -501,6 +521,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: mpe route": ("learning.md", rows_learning_mpe_route),
     "learning: redundancy penalty": ("learning.md", rows_learning_redundancy),
     "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
+    "learning: Q-learners": ("learning.md", rows_learning_q_learners),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
     "many agents: M = 32 choices": ("many-agents.md", rows_many_m32_choices),
