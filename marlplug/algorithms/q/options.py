@@ -3,39 +3,24 @@ them as they are, VDN and QMIX add their mixer's (:mod:`marlplug.algorithms.q.vd
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 
-from marlplug.algorithms.replay_options import REPLAY_IGNORED_TRAIN_FIELDS
-from marlplug.config import MAX_WIDTH, Options
-
-if TYPE_CHECKING:
-    from marlplug.config.train import TrainSection
+from marlplug.algorithms.replay_options import ReplayOptions, schedule_field
+from marlplug.config import MAX_WIDTH
 
 __all__ = ["QMixOptions", "QOptions"]
 
 
-class QOptions(Options):
+class QOptions(ReplayOptions):
     """Hyperparameters of Q-learning with per-agent Q-networks, replay and target networks.
 
     The defaults are BenchMARL's off-policy settings scaled to a short MPE run: a 25-step episode
     per iteration, one minibatch update each, epsilon decaying over the first 50,000 env steps.
     """
 
-    #: Q-learning trains with its own TD loss: a config's ``losses`` list is refused.
-    uses_losses: ClassVar[bool] = False
-    #: ``train:`` fields the algorithm does not read (its own are here); setting one gives a warning.
-    ignored_train_fields: ClassVar[frozenset[str]] = REPLAY_IGNORED_TRAIN_FIELDS
-
     lr: float = Field(5e-4, gt=0, description="Adam learning rate of the Q-networks.")
-    gamma: float = Field(0.95, ge=0, le=1, description="Discount factor.")
-    hidden_sizes: list[int] = Field(
-        default_factory=lambda: [64, 64],
-        max_length=16,
-        description="Hidden layer widths (ReLU) of each agent's Q-network, each 1 to 16384.",
-    )
     max_grad_norm: float = Field(10.0, gt=0, description="Per-agent L2 gradient clip.")
     share_params: bool = Field(
         False,
@@ -72,29 +57,10 @@ class QOptions(Options):
         description="Env steps (over every env copy) of the linear decay from epsilon_start to "
         "epsilon_end; each iteration acts with the value at its start.",
     )
-    minibatch_size: int = Field(256, ge=1, le=10**7, description="Transitions per update.")
-    buffer_size: int = Field(
-        100_000, ge=1, le=10**9, description="Replay buffer capacity (transitions)."
-    )
-    episode_length: int = Field(25, ge=1, le=10**6, description="Steps per episode.")
-    steps_per_iteration: int = Field(
-        25, ge=1, le=10**7, description="Environment steps between two updates (one update each)."
-    )
-    learning_starts: int = Field(
-        1000, ge=1, le=10**12, description="Transitions in the buffer before the first update."
-    )
-
-    @field_validator("hidden_sizes")
-    @classmethod
-    def _widths_in_range(cls, widths: list[int]) -> list[int]:
-        for layer, width in enumerate(widths):
-            if not 1 <= width <= MAX_WIDTH:
-                raise PydanticCustomError(
-                    "width_out_of_range",
-                    "layer {layer} has {width} units; each layer needs 1 to {maximum}",
-                    {"layer": layer, "width": width, "maximum": MAX_WIDTH},
-                )
-        return widths
+    minibatch_size: int = schedule_field("minibatch_size", 256)
+    buffer_size: int = schedule_field("buffer_size", 100_000)
+    steps_per_iteration: int = schedule_field("steps_per_iteration", 25)
+    learning_starts: int = schedule_field("learning_starts", 1000)
 
     def epsilon(self, env_steps: int) -> float:
         """The random-action probability after ``env_steps`` env steps (linear, then constant).
@@ -108,22 +74,9 @@ class QOptions(Options):
         progress = env_steps / self.epsilon_decay_steps
         return self.epsilon_start + progress * (self.epsilon_end - self.epsilon_start)
 
-    def min_memory_bytes(
-        self, *, agents: int, observation_floats: int, train: TrainSection
-    ) -> tuple[int, str, str]:
-        """A lower bound of the largest allocation: the replay buffer (allocated whole at the
-        first transition) or the agents' state (Q-networks, targets and Adam moments)."""
-        del train  # sized by its own options
-        buffer = 4 * self.buffer_size * agents * (2 * observation_floats + 3)
-        first_width = self.hidden_sizes[0] if self.hidden_sizes else 1
-        state = 4 * 4 * agents * observation_floats * first_width
-        if buffer >= state:
-            return (
-                buffer,
-                f"the replay buffer ({self.buffer_size} transitions)",
-                "algorithm.buffer_size",
-            )
-        return state, f"the networks of {agents} agents", "env.agents"
+    def state_bytes(self, *, agents: int, observation_floats: int) -> int:
+        """Q-networks, targets and Adam moments."""
+        return 4 * 4 * agents * observation_floats * self._first_width()
 
 
 class QMixOptions(QOptions):
