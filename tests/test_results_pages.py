@@ -241,6 +241,18 @@ def rows_speed_busy_sweeps() -> Iterator[str]:
         )
 
 
+def rows_speed_env_copies() -> Iterator[str]:
+    for r in load("env_copies.json"):
+        yield row(
+            r["env"],
+            str(r["agents"]),
+            r["copies"],
+            number(r["steps_per_s"], digits=0),
+            number(r["start_s"], digits=1),
+            number(r["ratio"], digits=2) + "×" if r["copies"] == "processes" else "",
+        )
+
+
 # --- results/learning.md ----------------------------------------------------------------------
 
 
@@ -505,6 +517,24 @@ def rows_many_maddpg() -> Iterator[str]:
             )
 
 
+#: ``bench scaling --algorithm NAME`` for every built-in algorithm, one file each.
+SCALED_ALGORITHMS = ("ppo", "maddpg", "iddpg", "iql", "vdn", "qmix", "isac", "masac")
+
+
+def rows_many_every_algorithm() -> Iterator[str]:
+    for algorithm in SCALED_ALGORITHMS:
+        for r in agent_rows(f"scaling_algorithm_{algorithm}.json"):
+            yield row(
+                f"`{algorithm}`",
+                r["critic"],
+                str(r["agents"]),
+                number(r["fps"], digits=0),
+                number(r["agent_steps_per_s"], digits=0),
+                percent(r["update_share"]),
+                number(r["train_over_sim"], digits=2),
+            )
+
+
 #: Every table the pages print from docs/data, by the page that prints it.
 TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "index headlines": ("index.md", rows_index_headlines),
@@ -516,6 +546,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "speed: busy machine, OpenMP waits": ("speed.md", rows_speed_busy_waits),
     "speed: busy machine, idle": ("speed.md", rows_speed_busy_idle),
     "speed: busy machine, sweeps": ("speed.md", rows_speed_busy_sweeps),
+    "speed: env copies in worker processes": ("speed.md", rows_speed_env_copies),
     "learning: default route": ("learning.md", rows_learning_default_route),
     "learning: route choices": ("learning.md", rows_learning_route_choices),
     "learning: mpe route": ("learning.md", rows_learning_mpe_route),
@@ -532,6 +563,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "many agents: M = 64": ("many-agents.md", rows_many_m64),
     "many agents: step and penalty at 64 and 128": ("many-agents.md", rows_many_loss_m64),
     "many agents: MADDPG": ("many-agents.md", rows_many_maddpg),
+    "many agents: every algorithm": ("many-agents.md", rows_many_every_algorithm),
 }
 
 

@@ -76,7 +76,7 @@ class EnvSpec(ComponentSpec):
         "beside it (environment options).",
     )
     backend: str = Field("mpe", description="Implementation: 'mpe' (PettingZoo) or 'vmas'.")
-    # serial until measured: marlplug.envs.copies says how to measure it.
+    # serial: processes measured slower on 2 cores (marlplug.envs.copies says how much).
     copies: EnvCopies = Field(
         "serial",
         description="How the train.num_envs copies of a non-vectorized env (mpe, pettingzoo, "
