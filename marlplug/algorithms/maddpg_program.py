@@ -28,6 +28,7 @@ from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
+    AdamStep,
     StateCodec,
     clipped_adam_step,
     fresh_target_and_adam_state,
@@ -42,10 +43,6 @@ if TYPE_CHECKING:
 
 #: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
-
-_Tensors = list[torch.Tensor]
-#: One network's step: new params, first and second moments, step counts, norms, who stepped.
-_Stepped = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class MaddpgProgram:
@@ -350,7 +347,7 @@ class MaddpgProgram:
 
     def _step(
         self, own: dict[str, torch.Tensor], names: list[str], grads: Sequence[torch.Tensor]
-    ) -> _Stepped:
+    ) -> AdamStep:
         """Per-agent clip and Adam on one network: new params, moments, step counts, the norms
         before clipping and which agents stepped (finite norm)."""
         return clipped_adam_step(

@@ -83,6 +83,11 @@ class StateCodec:
 
 
 Shapes = list[tuple[str, tuple[int, ...]]]
+_Tensors = list[torch.Tensor]
+#: What :func:`clipped_adam_step` returns for one network: the new parameters, first and second
+#: moments (one tensor per name each), the step counts, the gradient norms before clipping and which
+#: agents stepped.
+AdamStep = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def target_and_adam_layout(
@@ -136,14 +141,7 @@ def clipped_adam_step(
     *,
     max_grad_norm: float,
     settings: AdamSettings,
-) -> tuple[
-    list[torch.Tensor],
-    list[torch.Tensor],
-    list[torch.Tensor],
-    torch.Tensor,
-    torch.Tensor,
-    torch.Tensor,
-]:
+) -> AdamStep:
     """One network's per-agent clip and Adam step on :func:`target_and_adam_layout` rows.
 
     ``state`` holds the agents' unflattened rows, ``names`` the network's tensors and ``grads`` their
