@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["group_mean_gradients"]
+__all__ = ["group_mean_gradients", "mean_within_groups"]
 
 
 def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -21,3 +21,20 @@ def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         [[2.0, 4.0], [2.0, 4.0]]
     """
     return [grad.mean(dim=0, keepdim=True).expand_as(grad).contiguous() for grad in grads]
+
+
+def mean_within_groups(grads: Sequence[torch.Tensor], group: torch.Tensor) -> list[torch.Tensor]:
+    """Every row's gradient (dim 0 indexes rows) replaced by the mean over the rows of its group
+    (``group`` ``[R]``: each row's group number), as :func:`group_mean_gradients` does for one group.
+
+    Examples:
+        >>> grads = [torch.tensor([[1.0], [5.0], [3.0]])]
+        >>> mean_within_groups(grads, torch.tensor([0, 1, 0]))[0].flatten().tolist()
+        [2.0, 5.0, 2.0]
+    """
+    grads = list(grads)
+    for number in group.unique().tolist():
+        members = torch.nonzero(group == number).flatten()
+        means = group_mean_gradients([grad.index_select(0, members) for grad in grads])
+        grads = [grad.index_copy(0, members, mean) for grad, mean in zip(grads, means, strict=True)]
+    return grads

@@ -13,7 +13,6 @@ from tensordict import TensorDictBase
 
 from marlplug.algorithms.maddpg_actions import MASKED_LOGIT
 from marlplug.algorithms.sac.program import SacProgram
-from marlplug.algorithms.state_codec import clipped_adam_step
 from marlplug.nn.functional import gumbel_noise, stacked_mlp
 
 __all__ = ["DiscreteSacProgram"]
@@ -125,7 +124,7 @@ class DiscreteSacProgram(SacProgram):
         q_values = self._critics(obs, critic_params, index)  # [2, F, B, A]
         q_taken = q_values.gather(-1, taken.unsqueeze(-1).expand(2, -1, -1, -1)).squeeze(-1)
         critic_loss = (q_taken - td_target).pow(2).mean(dim=2).sum(dim=0)  # [F]
-        stepped_critics = self._step_critics(
+        stepped_critics = self.steps.critics(
             own, torch.autograd.grad(critic_loss.sum(), critic_leaves[0] + critic_leaves[1]), group
         )
         updated = {
@@ -139,16 +138,9 @@ class DiscreteSacProgram(SacProgram):
         probs, log_probs = self._policy(obs, actor, index)
         policy_q = self._critics(obs, self._twin_params(updated), index).amin(0)  # [F, B, A]
         actor_loss = (probs * (alpha * log_probs - policy_q)).sum(-1).mean(dim=1)
-        actor_grads = self._shared(torch.autograd.grad(actor_loss.sum(), actor), group)
-        actor_step = clipped_adam_step(
-            own,
-            self._actor_names,
-            actor_grads,
-            max_grad_norm=options.max_grad_norm,
-            settings=self.adam,
-        )
+        actor_step = self.steps.actor(own, torch.autograd.grad(actor_loss.sum(), actor), group)
         losses = {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach()}
         entropy = -(probs * log_probs).sum(-1).detach()  # [F, B]: exact, not sampled
-        return self._finish(
+        return self.steps.finish(
             own, own_rows, (forwarded, agents), group, stepped_critics, actor_step, entropy, losses
         )

@@ -27,28 +27,21 @@ from marlplug.algorithms.maddpg_actions import draw_uniform, to_action_bounds
 from marlplug.algorithms.maddpg_critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.sac import tanh_normal
+from marlplug.algorithms.sac.steps import SacSteps
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     StateCodec,
-    clipped_adam_step,
     fresh_target_and_adam_state,
     target_and_adam_layout,
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
-from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import group_mean_gradients
 from marlplug.seeding import agent_seed, derive_seed
 
 if TYPE_CHECKING:
     from marlplug.algorithms.sac.options import SacOptions
 
-#: Batch keys every SAC minibatch carries (``[B, M, ...]``; the replay buffer's).
-BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
 _CRITICS = ("critic1", "critic2")
-_Tensors = list[torch.Tensor]
-#: One network's step: new params, first and second moments, step counts, norms, who stepped.
-_Step = tuple[_Tensors, _Tensors, _Tensors, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class SacProgram:
@@ -90,7 +83,6 @@ class SacProgram:
         self.codec = StateCodec(theta + moments)
         self.theta_size = self.theta_codec.size
         self.opt_state_size = self.opt_codec.size
-        self.adam = AdamSettings(lr=options.lr)
         self._actor_names = [name for name, _ in actor]
         self._critic_names = [[name for name, _ in shapes] for shapes in critics]
         self.action_mask = torch.stack(
@@ -98,6 +90,10 @@ class SacProgram:
         )  # [M, A]
         #: ``[M]`` each agent's target entropy.
         self.target_entropy = self._target_entropy()
+        #: The optimizer steps after the losses (the discrete program's too).
+        self.steps = SacSteps(
+            options, self.codec, self._critic_names, self._actor_names, self.target_entropy
+        )
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
@@ -303,7 +299,7 @@ class SacProgram:
         critic_params = [torch.cat(pair) for pair in zip(*critic_leaves, strict=True)]
         q_value = soft_min_q(buffer_actions, critic_params)
         critic_loss = (q_value - td_target).pow(2).mean(dim=2).sum(dim=0)  # [F]
-        stepped_critics = self._step_critics(
+        stepped_critics = self.steps.critics(
             own, torch.autograd.grad(critic_loss.sum(), critic_leaves[0] + critic_leaves[1]), group
         )
         new_critics = {
@@ -323,17 +319,10 @@ class SacProgram:
         updated = {k: v.detach() for k, v in new_critics.items()}
         policy_q = soft_min_q(policy_actions, twins("", updated)).amin(0)  # [F, B]
         actor_loss = (alpha * log_prob - policy_q).mean(dim=1)
-        actor_grads = self._shared(torch.autograd.grad(actor_loss.sum(), actor), group)
-        actor_step = clipped_adam_step(
-            own,
-            self._actor_names,
-            actor_grads,
-            max_grad_norm=options.max_grad_norm,
-            settings=self.adam,
-        )
+        actor_step = self.steps.actor(own, torch.autograd.grad(actor_loss.sum(), actor), group)
         losses = {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach()}
         entropy = -log_prob.detach()  # [F, B]: a one-sample estimate
-        return self._finish(
+        return self.steps.finish(
             own, own_rows, (forwarded, agents), group, stepped_critics, actor_step, entropy, losses
         )
 
@@ -345,108 +334,3 @@ class SacProgram:
             torch.cat([state[prefix + a], state[prefix + b]])
             for a, b in zip(first, second, strict=True)
         ]
-
-    def _step_critics(
-        self, own: dict[str, torch.Tensor], grads: Sequence[torch.Tensor], group: torch.Tensor
-    ) -> list[_Step]:
-        """Both critics' per-agent clip and Adam step, from their gradients (critic 1's, then 2's)."""
-        grads = self._shared(grads, group)
-        half = len(self._critic_names[0])
-        return [
-            clipped_adam_step(
-                own, names, part, max_grad_norm=self.options.max_grad_norm, settings=self.adam
-            )
-            for names, part in zip(self._critic_names, (grads[:half], grads[half:]), strict=True)
-        ]
-
-    def _finish(
-        self,
-        own: dict[str, torch.Tensor],
-        own_rows: torch.Tensor,
-        calls: tuple[list[int], list[int]],
-        group: torch.Tensor,
-        stepped_critics: list[_Step],
-        actor_step: _Step,
-        entropy: torch.Tensor,
-        losses: dict[str, torch.Tensor],
-    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Step the temperature on the policy's ``entropy`` ``[F, B]`` (unless fixed), move the
-        target critics, pack the new rows and select the asked agents' (``calls``: the forwarded
-        and the asked agents)."""
-        options = self.options
-        forwarded, agents = calls
-        index = torch.as_tensor(forwarded, dtype=torch.long)
-        alpha = own["log_alpha"].exp()
-        new_actor, actor_m, actor_v, new_step, actor_norm, actor_ok = actor_step
-        new_state: dict[str, torch.Tensor] = {}
-        stepped = actor_ok
-        if options.alpha is None:
-            # d/d(log_alpha) of log_alpha * (entropy - target): alpha grows while the entropy is low
-            target = self.target_entropy.index_select(0, index).unsqueeze(1)
-            alpha_grad = [(entropy - target).mean(dim=1, keepdim=True)]
-            log_alpha, alpha_m, alpha_v, _, _, alpha_ok = clipped_adam_step(
-                own,
-                ["log_alpha"],
-                self._shared(alpha_grad, group),
-                max_grad_norm=options.max_grad_norm,
-                settings=self.adam,
-            )
-            new_state.update(
-                {
-                    "log_alpha": log_alpha[0],
-                    "adam_m.log_alpha": alpha_m[0],
-                    "adam_v.log_alpha": alpha_v[0],
-                }
-            )
-            stepped = stepped & alpha_ok
-        else:
-            for name in ("log_alpha", "adam_m.log_alpha", "adam_v.log_alpha"):
-                new_state[name] = own[name]
-
-        # --- Polyak targets, then pack
-        for names, (params, avgs, sqs, _, _, ok) in zip(
-            self._critic_names, stepped_critics, strict=True
-        ):
-            stepped = stepped & ok
-            for name, param, avg, sq in zip(names, params, avgs, sqs, strict=True):
-                param = param.detach()
-                new_state[name] = param
-                new_state["target_" + name] = own["target_" + name].lerp(param, options.tau)
-                new_state["adam_m." + name] = avg
-                new_state["adam_v." + name] = sq
-        for name, param, avg, sq in zip(
-            self._actor_names, new_actor, actor_m, actor_v, strict=True
-        ):
-            new_state[name] = param.detach()
-            new_state["adam_m." + name] = avg
-            new_state["adam_v." + name] = sq
-        new_state["adam_step"] = new_step
-        rows = self.codec.flatten(new_state)
-        if not bool(stepped.all()):
-            rows = torch.where(stepped.unsqueeze(1), rows, own_rows)
-        critic_norm = torch.hypot(stepped_critics[0][4], stepped_critics[1][4])
-        stats = {
-            **losses,
-            "alpha": alpha.squeeze(1),
-            "entropy": entropy.mean(dim=1),
-            "critic_grad_norm": critic_norm,
-            "actor_grad_norm": actor_norm,
-            "stepped": stepped,
-            "nonfinite": ~stepped,
-        }
-        # Only the asked agents' rows (with share_params the rest of the group only lent gradients).
-        position = torch.as_tensor([forwarded.index(agent) for agent in agents], dtype=torch.long)
-        return rows.index_select(0, position), {
-            name: value.index_select(0, position) for name, value in stats.items()
-        }
-
-    def _shared(self, grads: Sequence[torch.Tensor], group: torch.Tensor) -> list[torch.Tensor]:
-        """``grads`` as they are, or with ``share_params`` every group's mean gradient."""
-        grads = list(grads)
-        if not self.options.share_params:
-            return grads
-        for number in group.unique().tolist():
-            members = torch.nonzero(group == number).flatten()
-            means = group_mean_gradients([g.index_select(0, members) for g in grads])
-            grads = [g.index_copy(0, members, m) for g, m in zip(grads, means, strict=True)]
-        return grads
