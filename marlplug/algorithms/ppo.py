@@ -108,6 +108,12 @@ class PPO:
         self.recurrent_hidden_size = recurrent_hidden_size
         self.sequence_length = sequence_length
 
+    @property
+    def training_sequence_length(self) -> int | None:
+        """Steps per training sequence (``None``: minibatches of single steps); the joint trainer
+        and :meth:`rollouts` cut minibatches by it."""
+        return self.sequence_length if self.recurrent != "none" else None
+
     def build_model(self, env: EnvBase) -> JointActorCritic:
         """Actor/critic networks for ``env``'s agent groups (initialized from torch's global RNG)."""
         return JointActorCritic.from_env(
@@ -207,7 +213,7 @@ class PPO:
                 minibatch_size=train.minibatch_size,
                 iterate_all_minibatches=train.iterate_all_minibatches,
                 max_minibatches_per_epoch=train.max_minibatches_per_epoch,
-                sequence_length=self.sequence_length if self.recurrent != "none" else None,
+                sequence_length=self.training_sequence_length,
             ),
             load=program.load,
             schedule=self.schedule(train),

@@ -98,6 +98,9 @@ class JointMultiAgentTrainer:
                 minibatch_size=self.config.minibatch_size,
                 iterate_all_minibatches=self.config.iterate_all_minibatches,
                 max_minibatches_per_epoch=self.config.max_minibatches_per_epoch,
+                # A GRU actor trains on whole sequences, replayed from their first stored state,
+                # as PPO's own loop draws them (single shuffled steps give no gradient through time).
+                sequence_length=self.algorithm.training_sequence_length,
             ),
             schedule=schedule,
         )

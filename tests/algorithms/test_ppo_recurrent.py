@@ -1,7 +1,7 @@
 """PPO with a GRU actor (``algorithm.recurrent: gru``): the algorithm contract, minibatches of whole
 sequences whose recomputed log-probabilities are the collected ones before the first step, the
-loss replaying each sequence from its first stored state, evaluation that carries the state, and
-one-line errors for bad options."""
+loss replaying each sequence from its first stored state, evaluation that carries the state, the
+joint trainer training on the same sequences, and one-line errors for bad options."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
 from marlplug.envs.policies import random_group_policy
+from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.testing import AlgorithmContract
 from marlplug.train.run import run_training
+from marlplug.train.trainer import JointMultiAgentTrainer
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from tests.train.helpers import SMALL_RUN
 
@@ -263,3 +265,39 @@ def test_copies_in_worker_processes_train_the_gru_as_serial_copies_do(tmp_path: 
     serial = run_training(load_config(overrides=options))
     processes = run_training(load_config(overrides=[*options, "env.copies=processes"]))
     assert torch.equal(processes.theta, serial.theta)
+
+
+def test_the_joint_trainer_trains_a_gru_as_ppos_own_loop_does() -> None:
+    """JointMultiAgentTrainer (build_trainer's) draws whole sequences too: its first update ends
+    bit for bit where the program's update over PPO's own minibatches ends."""
+    program, source, config = _bound()
+    theta, opt_state = program.init_state(config.seed)
+    source.sync(theta)
+    source._load_pending()
+    rollout = source.collect(0)
+    shapes = []
+    for batch, seed in source.minibatches(rollout, 0):
+        shapes.append(tuple(batch.batch_size))
+        out = program.update(theta, opt_state, batch, [0, 1], seed)
+        theta, opt_state = out.theta, out.opt_state
+    source.close()
+    assert shapes == [(2, 10)] * 10
+
+    algorithm = PPO(**config.algorithm.options.model_dump())
+    trainer = JointMultiAgentTrainer(
+        make_env("cooperative_navigation", agents=2, seed=0, num_envs=2),  # _bound's env
+        config=JointTrainerConfig.from_sections(
+            config.train, algorithm.loss_options, seed=config.seed
+        ),
+        algorithm=algorithm,
+        schedule=algorithm.schedule(config.train),
+    )
+    stats = trainer.train_update()
+    trainer.close()
+    assert stats.minibatch_steps == 10
+    trainer_program = trainer.algorithm.program(
+        trainer.loss, lr=config.train.lr, max_grad_norm=config.train.max_grad_norm
+    )
+    trainer_theta, trainer_opt_state = trainer_program.rows(trainer.optimizer)
+    assert torch.equal(trainer_theta, theta)
+    assert torch.equal(trainer_opt_state, opt_state)
