@@ -268,6 +268,9 @@ class ReplayRollouts:
         [0, 1, 1]
     """
 
+    #: What collects and samples (a subclass may store other items, e.g. sequences).
+    collector_class: type[ExperienceCollector] = ExperienceCollector
+
     def __init__(self, env: EnvBase, program: Acting, config: MarlplugConfig) -> None:
         copies = MultiAgentEnvAdapter(env).num_envs
         wanted = config.train.num_envs
@@ -278,7 +281,7 @@ class ReplayRollouts:
             )
         self.env = env
         self.program = program
-        self.collector = ExperienceCollector(env, program, seed=config.seed)
+        self.collector = self.collector_class(env, program, seed=config.seed)
         self.sampler = torch.Generator().manual_seed(derive_seed(config.seed, _SAMPLER_SALT))
         self.env_steps = 0
         self._stats: dict[str, Any] = {}

@@ -47,6 +47,57 @@ def _per_agent(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -
     return out.transpose(0, 1).reshape(*batch_shape, agents, weight.shape[-1])
 
 
+def gru_update(
+    input_gates: torch.Tensor, hidden_gates: torch.Tensor, hidden: torch.Tensor
+) -> torch.Tensor:
+    """``torch.nn.GRUCell``'s equations (gates in its order r, z, n) on precomputed gates: the next
+    hidden state from the input's and the hidden state's parts of the gates (each ``[..., 3H]``)
+    and the current state ``[..., H]``. :class:`StackedGRUCell` and the functional Q-networks
+    (:mod:`marlplug.algorithms.q.recurrent`) both step with it.
+
+    Examples:
+        >>> gru_update(torch.zeros(2, 6), torch.zeros(2, 6), torch.ones(2, 2))  # z = 1/2, n = 0
+        tensor([[0.5000, 0.5000],
+                [0.5000, 0.5000]])
+    """
+    input_r, input_z, input_n = input_gates.chunk(3, dim=-1)
+    hidden_r, hidden_z, hidden_n = hidden_gates.chunk(3, dim=-1)
+    reset = torch.sigmoid(input_r + hidden_r)
+    update = torch.sigmoid(input_z + hidden_z)
+    candidate = torch.tanh(input_n + reset * hidden_n)
+    return candidate + update * (hidden - candidate)  # (1 - z) * n + z * h
+
+
+def gru_shapes(prefix: str, input_size: int, hidden_size: int) -> list[tuple[str, tuple[int, ...]]]:
+    """Per-agent parameter shapes of one GRU cell, :class:`StackedGRUCell`'s without the agent
+    dimension (the functional form's, :func:`init_gru`).
+
+    >>> gru_shapes("q_gru", 4, 2)
+    [('q_gru.weight_ih', (4, 6)), ('q_gru.weight_hh', (2, 6)), ('q_gru.bias_ih', (6,)), ('q_gru.bias_hh', (6,))]
+    """
+    gates = 3 * hidden_size
+    return [
+        (f"{prefix}.weight_ih", (input_size, gates)),
+        (f"{prefix}.weight_hh", (hidden_size, gates)),
+        (f"{prefix}.bias_ih", (gates,)),
+        (f"{prefix}.bias_hh", (gates,)),
+    ]
+
+
+def init_gru(input_size: int, hidden_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One agent's GRU parameters in :func:`gru_shapes`' order, drawn as :class:`StackedGRUCell`
+    draws them (``nn.GRUCell``'s ``U(-1/sqrt(H), 1/sqrt(H))``), from ``generator``.
+
+    >>> [tuple(p.shape) for p in init_gru(4, 2, torch.Generator().manual_seed(0))]
+    [(4, 6), (2, 6), (6,), (6,)]
+    """
+    bound = 1.0 / math.sqrt(hidden_size)
+    return [
+        (torch.rand(shape, generator=generator) * 2 - 1) * bound
+        for _, shape in gru_shapes("", input_size, hidden_size)
+    ]
+
+
 class StackedGRUCell(nn.Module):
     """``n_agents`` GRU cells (``torch.nn.GRUCell``'s equations, gates in its order r, z, n) with
     stacked weights, agent first.
@@ -85,13 +136,7 @@ class StackedGRUCell(nn.Module):
 
     def step(self, input_gates: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         """The next hidden state from :meth:`input_gates`' output and the current state."""
-        hidden_gates = _per_agent(hidden, self.weight_hh, self.bias_hh)
-        input_r, input_z, input_n = input_gates.chunk(3, dim=-1)
-        hidden_r, hidden_z, hidden_n = hidden_gates.chunk(3, dim=-1)
-        reset = torch.sigmoid(input_r + hidden_r)
-        update = torch.sigmoid(input_z + hidden_z)
-        candidate = torch.tanh(input_n + reset * hidden_n)
-        return candidate + update * (hidden - candidate)  # (1 - z) * n + z * h
+        return gru_update(input_gates, _per_agent(hidden, self.weight_hh, self.bias_hh), hidden)
 
     def forward(self, inputs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         return self.step(self.input_gates(inputs), hidden)

@@ -50,3 +50,25 @@ def test_coded_iql_ends_bit_identical_to_centralized(tmp_path: Path, share_param
     assert centralized[1][:, -1].tolist() == [3.0, 3.0, 3.0]  # three updates happened
     # The updates moved the rows: equal runs that did nothing would not pass.
     assert not torch.equal(result("before", "train.updates=2")[0], centralized[0])
+
+
+def test_coded_recurrent_iql_ends_bit_identical_to_centralized(tmp_path: Path) -> None:
+    """With a GRU each agent's update replays its own rows over the shared chunks: still exact."""
+    gru = [
+        *IQL,
+        "algorithm.recurrent=gru",
+        "algorithm.recurrent_hidden_size=8",
+        "algorithm.sequence_length=5",
+        "algorithm.minibatch_size=20",
+    ]
+
+    def result(name: str, *extra: str) -> tuple[torch.Tensor, torch.Tensor]:
+        trained = run(load_config(data={}, overrides=[*gru, *extra]), run_dir=tmp_path / name)
+        return trained.theta, trained.opt_state
+
+    centralized = result("centralized", "train.updates=4")
+    coded = result("coded", "train.updates=4", *SIMULATED)
+    assert torch.equal(coded[0], centralized[0])
+    assert torch.equal(coded[1], centralized[1])
+    assert centralized[1][:, -1].tolist() == [4.0, 4.0, 4.0]  # an update every iteration
+    assert not torch.equal(result("before", "train.updates=2")[0], centralized[0])

@@ -11,7 +11,8 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import ReplayRollouts
+from marlplug.algorithms.maddpg_data import ExperienceCollector, ReplayRollouts
+from marlplug.algorithms.q.sequences import SequenceCollector
 
 if TYPE_CHECKING:
     from marlplug.algorithms.q.options import QOptions
@@ -55,6 +56,27 @@ class ScheduledActing:
             action_mask=action_mask,
         )
 
+    def act_recurrent(
+        self,
+        theta_all: torch.Tensor,
+        obs: torch.Tensor,
+        hidden: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        explore: bool = True,
+        action_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A recurrent program's actions at this :attr:`epsilon` and its next state."""
+        return self.program.act_recurrent(
+            theta_all,
+            obs,
+            hidden,
+            generator=generator,
+            explore=explore,
+            epsilon=self.epsilon,
+            action_mask=action_mask,
+        )
+
     def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
         return self.program.env_scale(actions)
 
@@ -82,6 +104,10 @@ class EpsilonGreedyRollouts(ReplayRollouts):
 
     def __init__(self, env: EnvBase, program: QProgram, config: MarlplugConfig) -> None:
         self.acting = ScheduledActing(program)
+        # A recurrent program replays chunks of steps (marlplug.algorithms.q.sequences).
+        self.collector_class: type[ExperienceCollector] = (
+            ExperienceCollector if program.recurrent is None else SequenceCollector
+        )
         super().__init__(env, self.acting, config)
 
     def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:

@@ -63,7 +63,14 @@ class IQL:
     def bind(self, env: EnvBase, config: MarlplugConfig | None = None) -> QProgram:
         """The update program for ``env``'s agents (a one-line error for continuous actions)."""
         del config
-        return self.program(discrete_agents(env, "iql"))
+        return self.attached(self.program(discrete_agents(env, "iql")), env)
+
+    @staticmethod
+    def attached(program: QProgram, env: EnvBase) -> QProgram:
+        """``program`` with its tensordict policy for ``env`` where it is recurrent (what
+        evaluation acts with: the state carried in the tensordict)."""
+        program.attach_policy(MultiAgentEnvAdapter(env))
+        return program
 
     def rollouts(
         self, env: EnvBase, program: QProgram, config: MarlplugConfig

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from marlplug.algorithms.replay_options import ReplayOptions, schedule_field
+from marlplug.algorithms.replay_options import (
+    ReplayOptions,
+    recurrent_field,
+    recurrent_hidden_size_field,
+    schedule_field,
+    sequence_length_field,
+)
 from marlplug.config import MAX_WIDTH
+from marlplug.nn.recurrent import Recurrent
 
 __all__ = ["QMixOptions", "QOptions"]
 
@@ -61,6 +69,41 @@ class QOptions(ReplayOptions):
     buffer_size: int = schedule_field("buffer_size", 100_000)
     steps_per_iteration: int = schedule_field("steps_per_iteration", 25)
     learning_starts: int = schedule_field("learning_starts", 1000)
+    recurrent: Recurrent = recurrent_field(
+        "Each agent's Q-network's memory: none (an MLP) or gru (MLP encoder -> GRU cell -> Q "
+        "head, its hidden state carried from step to step and reset when an episode starts; the "
+        "replay buffer then holds chunks of sequence_length steps, each replayed from its first "
+        "step's stored hidden state)."
+    )
+    recurrent_hidden_size: int = recurrent_hidden_size_field()
+    sequence_length: int = sequence_length_field(
+        "Steps per replayed chunk with recurrent: gru (each env copy's steps, cut in order); must "
+        "divide steps_per_iteration. A minibatch holds minibatch_size / sequence_length chunks, "
+        "buffer_size / sequence_length fit in the buffer."
+    )
+
+    @field_validator("sequence_length")
+    @classmethod
+    def _whole_chunks_per_iteration(cls, length: int, info: ValidationInfo) -> int:
+        # Each iteration's steps are cut into whole chunks, so no chunk spans two iterations.
+        steps = info.data.get("steps_per_iteration")
+        if info.data.get("recurrent") == "gru" and isinstance(steps, int) and steps % length:
+            divisors = [d for d in range(1, min(steps, 200) + 1) if steps % d == 0]
+            raise PydanticCustomError(
+                "sequence_length_divides",
+                "should divide algorithm.steps_per_iteration ({steps}), each iteration's steps "
+                "cut into whole chunks (e.g. {divisors})",
+                {"steps": steps, "divisors": ", ".join(map(str, divisors[-4:]))},
+            )
+        return length
+
+    def chunks(self, transitions: int) -> int:
+        """How many ``sequence_length`` chunks hold ``transitions`` steps (at least one).
+
+        >>> QOptions(recurrent="gru", sequence_length=25).chunks(256)
+        10
+        """
+        return max(1, transitions // self.sequence_length)
 
     def epsilon(self, env_steps: int) -> float:
         """The random-action probability after ``env_steps`` env steps (linear, then constant).

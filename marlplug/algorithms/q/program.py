@@ -15,14 +15,16 @@ lines here, per agent, as the contract needs; the mixer is TorchRL's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.q.acting import QActing
 from marlplug.algorithms.q.mixing import MixerRows
+from marlplug.algorithms.q.recurrent import RecurrentQNetwork
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     StateCodec,
@@ -41,9 +43,12 @@ if TYPE_CHECKING:
 #: Batch keys every Q-learning minibatch carries (``[B, M, ...]``; the replay buffer's), and
 #: ``next_action_mask`` where the env writes action masks.
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+#: What a recurrent program's minibatch of chunks adds (:mod:`~marlplug.algorithms.q.sequences`):
+#: ``is_init`` ``[B, L]`` where an episode starts, ``hidden`` ``[B, M, H]`` each chunk's first state.
+SEQUENCE_KEYS = ("is_init", "hidden")
 
 
-class QProgram:
+class QProgram(QActing):
     """Per-agent Q-learning over ``theta``/``opt_state`` rows, for a fixed list of agents.
 
     Observations and actions are zero-padded to the widest agent; a padded action is never chosen
@@ -72,9 +77,6 @@ class QProgram:
         torch.Size([2, 3, 5])
     """
 
-    #: The replay collector and evaluation pass the env's ``action_mask`` to :meth:`act`.
-    reads_action_mask = True
-
     def __init__(
         self,
         options: QOptions,
@@ -89,7 +91,17 @@ class QProgram:
         self.mixer = mixer
         self.obs_dim, self.action_dim = padded_dims(self.agents)
         self.sizes = [self.obs_dim, *options.hidden_sizes, self.action_dim]
+        self.recurrent = None
         network = mlp_shapes("q", self.sizes)
+        if options.recurrent == "gru":
+            self.recurrent = RecurrentQNetwork(
+                obs_dim=self.obs_dim,
+                hidden_sizes=options.hidden_sizes,
+                hidden_size=options.recurrent_hidden_size,
+                action_dim=self.action_dim,
+            )
+            network = self.recurrent.shapes
+        self.policy = None
         theta, moments = target_and_adam_layout(network)
         #: The mixer's parameters in the rows, if it has any (``None`` for IQL and VDN).
         self.mixer_rows: MixerRows | None = None
@@ -132,7 +144,12 @@ class QProgram:
             if self.options.share_params:
                 source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
-            network = dict(zip(self._names, init_mlp(self.sizes, generator), strict=True))
+            params = (
+                init_mlp(self.sizes, generator)
+                if self.recurrent is None
+                else self.recurrent.init(generator)
+            )
+            network = dict(zip(self._names, params, strict=True))
             state = {**fresh_target_and_adam_state(network), **mixer_state}
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
@@ -140,47 +157,6 @@ class QProgram:
     def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
         return rows[:, : self.theta_size], rows[:, self.theta_size :]
-
-    # ------------------------------------------------------------------ acting
-
-    def q_values(self, theta_all: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
-        """Every agent's Q-values ``[E, M, A]`` for observations ``[E, M, O]`` (padded actions
-        included; ``theta_all`` columns after ``P`` are ignored)."""
-        state = self.theta_codec.unflatten(theta_all[:, : self.theta_size])
-        return stacked_mlp(obs.transpose(0, 1), [state[n] for n in self._names]).transpose(0, 1)
-
-    def act(
-        self,
-        theta_all: torch.Tensor,
-        obs: torch.Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        explore: bool = True,
-        epsilon: float | None = None,
-        action_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """One-hot actions ``[E, M, A]``: greedy in the Q-values, or with probability ``epsilon``
-        (default ``epsilon_end``; each agent and env copy on its own) a uniformly random valid one;
-        valid: not padding, and allowed by the env's ``action_mask`` ``[E, M, A]`` where given.
-
-        Exploring always draws the same amount of random numbers, so the stream does not depend
-        on ``epsilon``."""
-        with torch.no_grad():
-            mask = self.action_mask.unsqueeze(0)
-            if action_mask is not None:
-                mask = mask & action_mask.to(torch.bool)
-            choice = self.q_values(theta_all, obs).masked_fill(~mask, -torch.inf).argmax(-1)
-            if explore:
-                rate = self.options.epsilon_end if epsilon is None else epsilon
-                noise = torch.rand((*choice.shape, self.action_dim), generator=generator)
-                coin = torch.rand(choice.shape, generator=generator) < rate
-                random_choice = noise.masked_fill(~mask, -1.0).argmax(-1)
-                choice = torch.where(coin, random_choice, choice)
-            return torch.nn.functional.one_hot(choice, self.action_dim).to(obs.dtype)
-
-    def env_scale(self, actions: torch.Tensor) -> torch.Tensor:
-        """The env's actions: the one-hot actions as they are (discrete only)."""
-        return actions
 
     # ------------------------------------------------------------------ the update
 
@@ -241,6 +217,15 @@ class QProgram:
         agents: list[int],
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         options = self.options
+        sequences = None
+        if self.recurrent is not None:
+            # Chunks of L steps: the networks replay them; the loss reads their B * L steps.
+            sequences = batch
+            steps = batch["obs"].shape[0] * batch["obs"].shape[1]
+            batch = TensorDict(
+                {k: v.flatten(0, 1) for k, v in batch.exclude(*SEQUENCE_KEYS).items()},
+                batch_size=[steps],
+            )
         forwarded = self._forwarded(agents)
         index = torch.as_tensor(forwarded, dtype=torch.long)
         rows = torch.cat([theta_all.index_select(0, index), opt_state.index_select(0, index)], 1)
@@ -254,10 +239,10 @@ class QProgram:
         def per_agent(key: str) -> torch.Tensor:  # [F, B, ...] the forwarded agents' columns
             return batch[key].transpose(0, 1).index_select(0, index)
 
-        q = stacked_mlp(per_agent("obs"), params)  # [F, B, A]
+        target = [state["target_" + n] for n in self._names]
+        q, next_q = self._q_and_next(params, target, per_agent, sequences, index)  # [F, B, A]
         taken = q.gather(-1, per_agent("action").argmax(-1, keepdim=True)).squeeze(-1)  # [F, B]
         with torch.no_grad():
-            next_q = stacked_mlp(per_agent("next_obs"), [state["target_" + n] for n in self._names])
             valid = self.action_mask.index_select(0, index).unsqueeze(1)  # [F, 1, A]
             if batch.get("next_action_mask", None) is not None:
                 valid = valid & per_agent("next_action_mask").to(torch.bool)  # [F, B, A]
@@ -338,6 +323,35 @@ class QProgram:
             **extra_stats,
         }
         return new_rows, stats
+
+    def _q_and_next(
+        self,
+        params: list[torch.Tensor],
+        target: list[torch.Tensor],
+        per_agent: Callable[[str], torch.Tensor],
+        sequences: TensorDictBase | None,
+        index: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The online Q-values of the minibatch's steps ``[F, N, A]`` (with their graph) and the
+        target network's of the next observations (without); a recurrent program replays the
+        chunks ``sequences`` from their stored first states, both networks alike (steps in the
+        order of ``sequences.reshape(-1)``)."""
+        if self.recurrent is None or sequences is None:
+            with torch.no_grad():
+                next_q = stacked_mlp(per_agent("next_obs"), target)
+            return stacked_mlp(per_agent("obs"), params), next_q
+
+        def chunks(key: str) -> torch.Tensor:  # [F, B, L, ...] the forwarded agents' chunks
+            value = sequences[key]
+            return value.movedim(2, 0).index_select(0, index)
+
+        first = sequences["hidden"].transpose(0, 1).index_select(0, index)  # [F, B, H]
+        is_init = sequences["is_init"]  # [B, L]
+        q, _ = self.recurrent.replay(params, chunks("obs"), first, is_init)
+        with torch.no_grad():
+            _, after = self.recurrent.replay(target, chunks("obs"), first, is_init)
+            next_q = self.recurrent.next_step(target, chunks("next_obs"), after)
+        return q.flatten(1, 2), next_q.flatten(1, 2)
 
     def _mix(
         self, chosen: torch.Tensor, obs: torch.Tensor, mixer_params: list[torch.Tensor]

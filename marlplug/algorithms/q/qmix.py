@@ -82,4 +82,4 @@ class QMIX(IQL):
         columns = None
         if config is not None:
             columns = getattr(config.env.options, "state_columns", lambda: None)()
-        return self.program(discrete_agents(env, "qmix"), columns)
+        return self.attached(self.program(discrete_agents(env, "qmix"), columns), env)

@@ -51,4 +51,4 @@ class VDN(IQL):
         ``coding:`` section."""
         if config is not None and config.coding is not None:
             raise UserError(CODING_REFUSAL)
-        return self.program(discrete_agents(env, "vdn"))
+        return self.attached(self.program(discrete_agents(env, "vdn")), env)
