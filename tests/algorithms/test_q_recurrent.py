@@ -5,6 +5,7 @@ training that resumes bit for bit, and one-line errors for bad options."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -155,6 +156,21 @@ def test_evaluation_carries_the_hidden_state_and_repeats(algorithm_class: type) 
         assert start is not None and bool((start == 0).all())
         assert next_step is not None and bool((next_step != 0).any())
     assert evaluate(env, policy, episodes=2, seed=4).returns == first.returns
+
+
+def test_render_hands_the_policy_its_carried_state() -> None:
+    """``marlplug render`` plays an episode step by step (``step_mdp`` carries
+    ``("next", group, "rnn_hidden")`` to the next step)."""
+    from marlplug.envs.render import rollout_moments
+
+    env = make_env("cooperative_navigation", agents=2, seed=0)
+    program = QMIX(**GRU).bind(env)
+    policy = _Recording(acting_policy(program, env, program.init_state(0)[0]))
+    assert len(rollout_moments(env, policy=policy, max_steps=5)) == 6
+    assert policy.seen[0] is None  # the reset state has none: the policy starts from zero
+    carried = policy.seen[1:]
+    assert all(state is not None and bool((state != 0).any()) for state in carried)
+    assert not any(torch.equal(a, b) for a, b in itertools.pairwise(carried))  # type: ignore[arg-type]
 
 
 def test_a_mlp_program_still_acts_through_act() -> None:
