@@ -95,6 +95,25 @@ def test_the_state_is_carried_and_reset_where_an_episode_starts() -> None:
         _, state = program.recurrent_q_values(theta, obs, state)
 
 
+def test_env_copies_are_chunked_each_in_its_own_time_order() -> None:
+    env = make_env("cooperative_navigation", agents=2, seed=0, num_envs=2)
+    program = IQL(**{**GRU, "sequence_length": 5, "steps_per_iteration": 10}).bind(env)
+    theta, _ = program.init_state(0)
+    collector = SequenceCollector(env, program, seed=0)
+    collector.collect(theta, 10)
+    chunks = collector.buffer.storage[torch.arange(len(collector.buffer))]
+    assert len(collector.buffer) == 4  # 2 blocks of 5 steps x 2 copies: [block, copy] order
+    assert chunks["is_init"][:, 0].tolist() == [True, True, False, False]
+    assert not torch.equal(chunks["obs"][0], chunks["obs"][1])  # two copies, two episodes
+    for copy in (0, 1):  # a copy's second chunk starts from the state its first one ended in
+        state = chunks["hidden"][copy].unsqueeze(0)
+        for step in range(5):
+            _, state = program.recurrent_q_values(
+                theta, chunks["obs"][copy, step].unsqueeze(0), state
+            )
+        torch.testing.assert_close(chunks["hidden"][2 + copy].unsqueeze(0), state)
+
+
 def test_the_replayed_first_step_q_is_the_acting_q() -> None:
     program, collector, theta = _collected()
     chunks = collector.buffer.storage[torch.arange(len(collector.buffer))]
