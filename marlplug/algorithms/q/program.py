@@ -3,8 +3,10 @@ with TorchRL's ``VDNMixer`` summing the agents' chosen Q-values into one team TD
 TorchRL's ``QMixer`` (whose parameters every row carries a copy of, :mod:`~marlplug.algorithms.q.mixing`).
 
 Agent ``i``'s ``theta`` row holds its Q-network and target Q-network (one stacked MLP per agent,
-:mod:`marlplug.nn.functional`); its ``opt_state`` row Adam's moments and step count. The update draws
-no random numbers (the exploration is the rollouts'), so its ``seed`` is unused.
+:mod:`marlplug.nn.functional`, or with ``recurrent: gru`` an encoder, GRU cell and head,
+:mod:`~marlplug.algorithms.q.recurrent`, trained on replayed chunks of steps,
+:mod:`~marlplug.algorithms.q.sequences`); its ``opt_state`` row Adam's moments and step count. The
+update draws no random numbers (the exploration is the rollouts'), so its ``seed`` is unused.
 
 Why not TorchRL's ``DQNLoss``: it holds its online and target parameters as its own
 ``TensorDictParams``, reduces the TD error over every agent's elements at once (one sum whose rounding
@@ -180,7 +182,9 @@ class QProgram(QActing):
             opt_state: ``[M, O]`` every agent's Adam state.
             batch: ``obs``/``next_obs`` ``[B, M, O]``, one-hot ``action`` ``[B, M, A]``,
                 ``reward`` and ``terminated`` ``[B, M]``; optionally the boolean
-                ``next_action_mask`` ``[B, M, A]`` (the env's, after the step).
+                ``next_action_mask`` ``[B, M, A]`` (the env's, after the step). A recurrent
+                program's minibatch holds ``B`` chunks: each of those ``[B, L, M, ...]``, plus
+                ``is_init`` ``[B, L]`` and the first state ``hidden`` ``[B, M, H]``.
             agents: which agents to update.
             seed: the round's seed (no random numbers are drawn).
 
