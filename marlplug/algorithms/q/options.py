@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 
 from marlplug.algorithms.replay_options import (
     ReplayOptions,
@@ -77,25 +76,10 @@ class QOptions(ReplayOptions):
     )
     recurrent_hidden_size: int = recurrent_hidden_size_field()
     sequence_length: int = sequence_length_field(
-        "Steps per replayed chunk with recurrent: gru (each env copy's steps, cut in order); must "
-        "divide steps_per_iteration. A minibatch holds minibatch_size / sequence_length chunks, "
-        "buffer_size / sequence_length fit in the buffer."
+        "Steps per replayed chunk with recurrent: gru (each env copy's steps, cut in order). A "
+        "minibatch holds minibatch_size / sequence_length chunks, buffer_size / sequence_length "
+        "fit in the buffer."
     )
-
-    @field_validator("sequence_length")
-    @classmethod
-    def _whole_chunks_per_iteration(cls, length: int, info: ValidationInfo) -> int:
-        # Each iteration's steps are cut into whole chunks, so no chunk spans two iterations.
-        steps = info.data.get("steps_per_iteration")
-        if info.data.get("recurrent") == "gru" and isinstance(steps, int) and steps % length:
-            divisors = [d for d in range(1, min(steps, 200) + 1) if steps % d == 0]
-            raise PydanticCustomError(
-                "sequence_length_divides",
-                "should divide algorithm.steps_per_iteration ({steps}), each iteration's steps "
-                "cut into whole chunks (e.g. {divisors})",
-                {"steps": steps, "divisors": ", ".join(map(str, divisors[-4:]))},
-            )
-        return length
 
     def chunks(self, transitions: int) -> int:
         """How many ``sequence_length`` chunks hold ``transitions`` steps (at least one).

@@ -44,7 +44,8 @@ class RecurrentActing(Acting, Protocol):
 
 class SequenceCollector(ExperienceCollector):
     """:class:`~marlplug.algorithms.maddpg_data.ExperienceCollector` for a recurrent program: the
-    buffer holds chunks ``[L]`` of steps (``obs``, ``action``, ``reward``, ``next_obs``,
+    buffer holds chunks ``[L]`` of steps (a chunk is stored once its last step is taken, so one may
+    span two iterations) (``obs``, ``action``, ``reward``, ``next_obs``,
     ``terminated``, ``is_init``, and ``next_action_mask`` where the env masks actions) and each
     chunk's first ``hidden`` state ``[M, H]``; :meth:`sample` draws ``minibatch_size / L`` chunks.
 
@@ -80,6 +81,8 @@ class SequenceCollector(ExperienceCollector):
         self.hidden = torch.zeros(copies, agents, options.recurrent_hidden_size)
         #: Which env copies start an episode at the next step (every copy at first).
         self.is_init = torch.ones(copies, dtype=torch.bool)
+        #: Per key, the steps (``[E, ...]`` each) not yet in a whole chunk.
+        self._pending: dict[str, list[torch.Tensor]] = {}
 
     def _step(self, env_actions: torch.Tensor) -> tuple[Any, torch.Tensor]:
         following, done = super()._step(env_actions)
@@ -87,10 +90,8 @@ class SequenceCollector(ExperienceCollector):
         return following, done
 
     def _collect(self, theta_all: torch.Tensor, steps: int) -> None:
-        if steps % self.length:
-            raise ValueError(f"{steps} steps are not whole chunks of {self.length}")
         adapter = self.adapter
-        columns: dict[str, list[torch.Tensor]] = {}
+        columns = self._pending
 
         def keep(key: str, value: torch.Tensor) -> None:
             columns.setdefault(key, []).append(value)
@@ -125,8 +126,11 @@ class SequenceCollector(ExperienceCollector):
             for env_index in torch.nonzero(done).flatten().tolist():
                 self.episode_returns.append(float(self._running_return[env_index]))
                 self._running_return[env_index] = 0.0
-        if steps:
-            self.buffer.extend(self._chunks(columns))
+        # Whole chunks go to the buffer; the steps after the last one wait for the next call.
+        whole = len(columns.get("obs", [])) // self.length * self.length
+        if whole:
+            self.buffer.extend(self._chunks({k: v[:whole] for k, v in columns.items()}))
+        self._pending = {k: v[whole:] for k, v in columns.items()}
 
     def _chunks(self, columns: dict[str, list[torch.Tensor]]) -> TensorDict:
         """The collected steps (per key, one ``[E, ...]`` tensor per step) cut into each env
@@ -143,6 +147,17 @@ class SequenceCollector(ExperienceCollector):
         """Whether the buffer's chunks hold enough steps to start learning."""
         return len(self.buffer) * self.length >= self.learning_gate()[0]
 
+    def first_learning_iteration(self) -> int | None:
+        """The iteration (1-based) after which the buffer's whole chunks hold enough steps (a
+        chunk is stored once its last step is taken); ``None`` when they never can."""
+        needed, _ = self.learning_gate()
+        capacity = self.buffer.storage.max_size * self.length
+        if capacity < needed:
+            return None
+        chunks_per_copy = -(-needed // (self.length * self.adapter.num_envs))
+        steps = self.program.options.steps_per_iteration
+        return -(-chunks_per_copy * self.length // steps)
+
     def sample(self, generator: torch.Generator) -> TensorDict:
         """A minibatch of ``minibatch_size / L`` chunks, drawn uniformly with ``generator``."""
         indices = torch.randint(len(self.buffer), (self.chunks_per_minibatch,), generator=generator)
@@ -156,6 +171,7 @@ class SequenceCollector(ExperienceCollector):
             **super().state_dict(),
             "hidden": self.hidden.clone(),
             "is_init": self.is_init.clone(),
+            "pending": {k: torch.stack(v) for k, v in self._pending.items() if v},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -163,3 +179,4 @@ class SequenceCollector(ExperienceCollector):
         super().load_state_dict(state)
         self.hidden = state["hidden"].clone()
         self.is_init = state["is_init"].clone()
+        self._pending = {k: list(v.unbind(0)) for k, v in state["pending"].items()}
