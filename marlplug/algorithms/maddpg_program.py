@@ -29,7 +29,7 @@ from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     AdamStep,
-    StateCodec,
+    AgentRows,
     clipped_adam_step,
     fresh_target_and_adam_state,
     target_and_adam_layout,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 
 
-class MaddpgProgram:
+class MaddpgProgram(AgentRows):
     """MADDPG's per-agent update over ``theta``/``opt_state`` rows, for a fixed list of agents.
 
     ``theta`` rows: actor, critic, target actor and target critic parameters (:attr:`theta_codec`);
@@ -71,12 +71,7 @@ class MaddpgProgram:
         critic = mlp_shapes("critic", self.critic_sizes)
         networks = actor + critic
         theta, moments = target_and_adam_layout(networks)
-        self.theta_codec = StateCodec(theta)
-        self.opt_codec = StateCodec(moments)
-        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
-        self.codec = StateCodec(theta + moments)
-        self.theta_size = self.theta_codec.size
-        self.opt_state_size = self.opt_codec.size
+        super().__init__(theta, moments)
         self.adam = AdamSettings(lr=options.lr)
         self._actor_names = [name for name, _ in actor]
         self._critic_names = [name for name, _ in critic]
@@ -104,10 +99,6 @@ class MaddpgProgram:
             state = fresh_target_and_adam_state(networks)
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
-
-    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
-        return rows[:, : self.theta_size], rows[:, self.theta_size :]
 
     # ------------------------------------------------------------------ acting
 

@@ -83,6 +83,39 @@ class StateCodec:
 
 
 Shapes = list[tuple[str, tuple[int, ...]]]
+
+
+class AgentRows:
+    """An agent's learning state as rows: :attr:`theta_codec` lays out its ``theta`` row,
+    :attr:`opt_codec` its ``opt_state`` row and :attr:`codec` the two side by side (the whole state
+    an update works on); :meth:`split` cuts whole-state rows back. The replay-based programs
+    (MADDPG, SAC) are built on it.
+
+    Args:
+        theta: the ``theta`` row's ``(name, per-agent shape)`` pairs, in layout order.
+        opt_state: the ``opt_state`` row's.
+
+    Examples:
+        >>> rows = AgentRows(*target_and_adam_layout([("q.w0", (4, 2))]))
+        >>> rows.theta_size, rows.opt_state_size  # weights and target; moments and step count
+        (16, 17)
+        >>> [tuple(part.shape) for part in rows.split(torch.zeros(3, 33))]
+        [(3, 16), (3, 17)]
+    """
+
+    def __init__(self, theta: Shapes, opt_state: Shapes) -> None:
+        self.theta_codec = StateCodec(theta)
+        self.opt_codec = StateCodec(opt_state)
+        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
+        self.codec = StateCodec(theta + opt_state)
+        self.theta_size = self.theta_codec.size
+        self.opt_state_size = self.opt_codec.size
+
+    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
+        return rows[:, : self.theta_size], rows[:, self.theta_size :]
+
+
 _Tensors = list[torch.Tensor]
 #: What :func:`clipped_adam_step` returns for one network: the new parameters, first and second
 #: moments (one tensor per name each), the step counts, the gradient norms before clipping and which

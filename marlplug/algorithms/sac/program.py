@@ -30,7 +30,7 @@ from marlplug.algorithms.sac import tanh_normal
 from marlplug.algorithms.sac.steps import SacSteps
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
-    StateCodec,
+    AgentRows,
     fresh_target_and_adam_state,
     target_and_adam_layout,
 )
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 _CRITICS = ("critic1", "critic2")
 
 
-class SacProgram:
+class SacProgram(AgentRows):
     """Per-agent soft actor-critic over ``theta``/``opt_state`` rows, for a fixed list of agents
     with continuous actions.
 
@@ -77,12 +77,7 @@ class SacProgram:
         theta, moments = target_and_adam_layout(
             critics[0] + critics[1], [*actor, ("log_alpha", (1,))]
         )
-        self.theta_codec = StateCodec(theta)
-        self.opt_codec = StateCodec(moments)
-        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
-        self.codec = StateCodec(theta + moments)
-        self.theta_size = self.theta_codec.size
-        self.opt_state_size = self.opt_codec.size
+        super().__init__(theta, moments)
         self._actor_names = [name for name, _ in actor]
         self._critic_names = [[name for name, _ in shapes] for shapes in critics]
         self.action_mask = torch.stack(
@@ -134,10 +129,6 @@ class SacProgram:
             state = fresh_target_and_adam_state(networks, actor)
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
-
-    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
-        return rows[:, : self.theta_size], rows[:, self.theta_size :]
 
     # ------------------------------------------------------------------ acting
 
