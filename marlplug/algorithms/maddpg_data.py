@@ -20,6 +20,7 @@ from marlplug.algorithms.spaces import AgentSpace
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
+from marlplug.torch_threads import one_thread
 
 if TYPE_CHECKING:
     from marlplug.config import MarlplugConfig
@@ -126,15 +127,11 @@ class ExperienceCollector:
 
     def collect(self, theta_all: torch.Tensor, steps: int) -> None:
         """Take ``steps`` env steps (each over every parallel copy) with exploring actors."""
-        threads = torch.get_num_threads()
         # Acting works on tensors of a few dozen numbers: a second thread only adds synchronization
         # (measured on the loaded 2-core machine: 13-17 ms per mpe step with one thread, 61-65 with
         # two). The update sets its own single thread (MaddpgProgram.update_seeded).
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             self._collect(theta_all, steps)
-        finally:
-            torch.set_num_threads(threads)
 
     def _collect(self, theta_all: torch.Tensor, steps: int) -> None:
         adapter = self.adapter

@@ -37,6 +37,7 @@ from marlplug.algorithms.state_codec import (
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
 from marlplug.seeding import agent_seed, derive_seed
+from marlplug.torch_threads import one_thread
 
 if TYPE_CHECKING:
     from marlplug.algorithms.maddpg_options import MaddpgOptions
@@ -205,14 +206,10 @@ class MaddpgProgram(AgentRows):
         """
         if len(agents) != len(seeds):
             raise ValueError(f"got {len(agents)} agents but {len(seeds)} seeds")
-        threads = torch.get_num_threads()
         # With several threads, torch splits reductions by tensor shape, so an agent's result would
         # depend on which other agents share the call; one thread keeps every replica bit-identical.
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             new_rows, stats = self._update(theta_all, opt_state, agents, batch, seeds)
-        finally:
-            torch.set_num_threads(threads)
         theta, opt = self.split(new_rows)
         return AgentUpdate(theta=theta, opt_state=opt, stats=stats)
 

@@ -45,6 +45,7 @@ from marlplug.distributed.wall_round import (
     check_round_timeout,
 )
 from marlplug.errors import UserError
+from marlplug.torch_threads import one_thread
 
 __all__ = [
     "ROUND_ROW_COLUMNS",
@@ -212,9 +213,8 @@ class CodedController:
             answers[learner] = code_answer(row, updates[agents])
 
         decoder = make_decoder(self.matrix, scheme=self.scheme)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one core per simulated machine; also keeps timings independent
-        try:
+        # One core per simulated machine; also keeps timings independent.
+        with one_thread():
             # Learners without a delay first: if they decode before any delayed one could finish,
             # the delayed ones cannot matter on the virtual clock and need not run.
             prompt = [j for j in self.active_learners if delays[j] <= 0]
@@ -227,8 +227,6 @@ class CodedController:
             if late and finish > min(delays[j] for j in late):
                 for learner in late:
                     compute(learner)
-        finally:
-            torch.set_num_threads(threads)
         finish_s = {j: answers[j].compute_s + delays[j] for j in answers}
         used, last = first_decodable(finish_s, decoder.can_decode)
         if not np.isfinite(last):

@@ -31,7 +31,7 @@ Options; PPO: the runs whose every multiplied batch has at least
 every built-in algorithm on 1 and 2 threads and holds the results bit for bit. An algorithm that
 declares nothing (a plugin's) runs on one thread. The replay-based algorithms (MADDPG, IDDPG, IQL,
 VDN, QMIX, ISAC, MASAC) set one thread for their own collection and updates and ignore
-``train.torch_threads``; evaluations run on one thread (:func:`one_thread`).
+``train.torch_threads``; evaluations run on one thread (:func:`~marlplug.torch_threads.one_thread`).
 
 A sweep (``marlplug sweep --jobs N``) tells its runs how many share the machine through
 :data:`CPU_SHARE_ENV`; so can a user who starts runs side by side by hand.
@@ -41,14 +41,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
 from marlplug.config.train import TorchThreads
+
+# Re-exported: evaluations import it from here; it lives below the algorithms, which use it too.
+from marlplug.torch_threads import one_thread as one_thread
 
 if TYPE_CHECKING:
     from marlplug.config import MarlplugConfig
@@ -254,28 +256,6 @@ class AutoThreads:
             self._seconds[self._trial] = seconds
         if len(self._seconds) == 2 and self.one_is_faster is None:
             self.one_is_faster = self._seconds["one"] < self._seconds["many"]
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Torch on one thread inside the block, the previous count after it: for work that ``auto``
-    need not speed up and must not change (an evaluation acts on one env copy at a time, products
-    of a few rows).
-
-    Examples:
-        >>> previous = torch.get_num_threads()
-        >>> with one_thread():
-        ...     torch.get_num_threads()
-        1
-        >>> torch.get_num_threads() == previous
-        True
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def set_torch_threads(setting: TorchThreads, *, invariant: bool = False) -> AutoThreads | None:

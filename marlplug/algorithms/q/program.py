@@ -38,6 +38,7 @@ from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
 from marlplug.optim.sharing import group_mean_gradients
 from marlplug.seeding import agent_seed
+from marlplug.torch_threads import one_thread
 
 if TYPE_CHECKING:
     from marlplug.algorithms.q.options import QOptions
@@ -192,14 +193,10 @@ class QProgram(QActing):
         the buffer's actions), ``grad_norm`` (before clipping), ``stepped`` and ``nonfinite``.
         """
         del seed
-        threads = torch.get_num_threads()
         # With several threads torch splits reductions by tensor shape, so an agent's result would
         # depend on which other agents share the call; one thread keeps every replica bit-identical.
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             rows, stats = self._update(theta_all, opt_state, batch, list(agents))
-        finally:
-            torch.set_num_threads(threads)
         theta, opt = self.split(rows)
         return AgentUpdate(theta=theta, opt_state=opt, stats=stats)
 

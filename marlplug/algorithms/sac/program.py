@@ -36,6 +36,7 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.seeding import agent_seed, derive_seed
+from marlplug.torch_threads import one_thread
 
 if TYPE_CHECKING:
     from marlplug.algorithms.sac.options import SacOptions
@@ -194,14 +195,10 @@ class SacProgram(AgentRows):
         ``alpha`` (before the step), ``entropy`` (the policy's, estimated), ``critic_grad_norm``,
         ``actor_grad_norm`` (before clipping), ``stepped`` and ``nonfinite``.
         """
-        threads = torch.get_num_threads()
         # With several threads torch splits reductions by tensor shape, so an agent's result would
         # depend on which other agents share the call; one thread keeps every replica bit-identical.
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             rows, stats = self._update(theta_all, opt_state, batch, [int(a) for a in agents], seed)
-        finally:
-            torch.set_num_threads(threads)
         theta, opt = self.split(rows)
         return AgentUpdate(theta=theta, opt_state=opt, stats=stats)
 
