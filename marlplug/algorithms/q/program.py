@@ -36,7 +36,7 @@ from marlplug.algorithms.state_codec import (
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings, adam
 from marlplug.optim.clip import clip_per_agent
-from marlplug.optim.sharing import group_mean_gradients
+from marlplug.optim.sharing import mean_within_groups
 from marlplug.seeding import agent_seed
 from marlplug.torch_threads import one_thread
 
@@ -274,11 +274,7 @@ class QProgram(QActing):
             # every mixer copy) as it was, or the copies would diverge.
             team_ok = torch.stack([torch.isfinite(g).all() for g in grads + mixer_grads]).all()
         if options.share_params:
-            group = self.group_of.index_select(0, index)
-            for number in group.unique().tolist():
-                members = torch.nonzero(group == number).flatten()
-                means = group_mean_gradients([g.index_select(0, members) for g in grads])
-                grads = [g.index_copy(0, members, m) for g, m in zip(grads, means, strict=True)]
+            grads = mean_within_groups(grads, self.group_of.index_select(0, index))
         # Only the asked agents step (the forwarded rest only lent their Q-values or gradients).
         position = torch.as_tensor([forwarded.index(agent) for agent in agents], dtype=torch.long)
         own_rows = rows.index_select(0, position)
