@@ -89,7 +89,7 @@ class AgentRows:
     """An agent's learning state as rows: :attr:`theta_codec` lays out its ``theta`` row,
     :attr:`opt_codec` its ``opt_state`` row and :attr:`codec` the two side by side (the whole state
     an update works on); :meth:`split` cuts whole-state rows back. The replay-based programs
-    (MADDPG, SAC) are built on it.
+    (MADDPG, SAC, the Q-learners) are built on it.
 
     Args:
         theta: the ``theta`` row's ``(name, per-agent shape)`` pairs, in layout order.

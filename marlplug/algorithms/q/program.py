@@ -29,7 +29,7 @@ from marlplug.algorithms.q.mixing import MixerRows
 from marlplug.algorithms.q.recurrent import RecurrentQNetwork
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
-    StateCodec,
+    AgentRows,
     fresh_target_and_adam_state,
     target_and_adam_layout,
 )
@@ -51,7 +51,7 @@ BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 SEQUENCE_KEYS = ("is_init", "hidden")
 
 
-class QProgram(QActing):
+class QProgram(QActing, AgentRows):
     """Per-agent Q-learning over ``theta``/``opt_state`` rows, for a fixed list of agents.
 
     Observations and actions are zero-padded to the widest agent; a padded action is never chosen
@@ -114,12 +114,7 @@ class QProgram(QActing):
             self.mixer_rows = MixerRows(mixer, state_index)
             theta += self.mixer_rows.theta_layout
             moments += self.mixer_rows.opt_layout
-        self.theta_codec = StateCodec(theta)
-        self.opt_codec = StateCodec(moments)
-        #: One agent's whole state, ``theta`` then ``opt_state`` (what the update works on).
-        self.codec = StateCodec(theta + moments)
-        self.theta_size = self.theta_codec.size
-        self.opt_state_size = self.opt_codec.size
+        super().__init__(theta, moments)
         self.adam = AdamSettings(lr=options.lr)
         self._names = [name for name, _ in network]
         self.action_mask = torch.stack(
@@ -156,10 +151,6 @@ class QProgram(QActing):
             state = {**fresh_target_and_adam_state(network), **mixer_state}
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
-
-    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(theta, opt_state)`` of whole-state rows ``[·, P + O]`` (see :attr:`codec`)."""
-        return rows[:, : self.theta_size], rows[:, self.theta_size :]
 
     # ------------------------------------------------------------------ the update
 
