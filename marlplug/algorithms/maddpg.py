@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from torchrl.envs import EnvBase
 
+from marlplug.algorithms.maddpg_data import BATCH_KEYS
 from marlplug.algorithms.maddpg_options import MaddpgOptions
-from marlplug.algorithms.maddpg_program import BATCH_KEYS, MaddpgProgram
+from marlplug.algorithms.maddpg_program import MaddpgProgram
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.envs.flat import MultiAgentEnvAdapter
 

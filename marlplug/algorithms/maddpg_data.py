@@ -25,6 +25,9 @@ from marlplug.torch_threads import one_thread
 if TYPE_CHECKING:
     from marlplug.config import MarlplugConfig
 
+#: The keys of one stored step, and so of every replay minibatch (``[B, M, ...]``; the MADDPG, SAC
+#: and Q programs' ``update`` read them), plus ``next_action_mask`` where the env writes action masks.
+BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 #: Separate the env's per-episode seeds and the minibatch sampler from every other stream derived
 #: from the run's seed.
 _EPISODE_SALT = 11
@@ -165,8 +168,7 @@ class ExperienceCollector:
                 TensorDict(
                     dict(
                         zip(
-                            ("obs", "action", "reward", "next_obs", "terminated")
-                            + (("next_action_mask",) if self.masked else ()),
+                            BATCH_KEYS + (("next_action_mask",) if self.masked else ()),
                             columns,
                             strict=True,
                         )

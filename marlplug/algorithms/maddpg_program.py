@@ -42,9 +42,6 @@ from marlplug.torch_threads import one_thread
 if TYPE_CHECKING:
     from marlplug.algorithms.maddpg_options import MaddpgOptions
 
-#: Batch keys every MADDPG minibatch carries (``[B, M, ...]``; see :meth:`MaddpgProgram.update`).
-BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
-
 
 class MaddpgProgram(AgentRows):
     """MADDPG's per-agent update over ``theta``/``opt_state`` rows, for a fixed list of agents.

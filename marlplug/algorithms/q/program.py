@@ -43,9 +43,6 @@ from marlplug.torch_threads import one_thread
 if TYPE_CHECKING:
     from marlplug.algorithms.q.options import QOptions
 
-#: Batch keys every Q-learning minibatch carries (``[B, M, ...]``; the replay buffer's), and
-#: ``next_action_mask`` where the env writes action masks.
-BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
 #: What a recurrent program's minibatch of chunks adds (:mod:`~marlplug.algorithms.q.sequences`):
 #: ``is_init`` ``[B, L]`` where an episode starts, ``hidden`` ``[B, M, H]`` each chunk's first state.
 SEQUENCE_KEYS = ("is_init", "hidden")

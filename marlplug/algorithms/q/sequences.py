@@ -21,10 +21,7 @@ from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import Acting, ExperienceCollector
-
-#: The keys of one step, as :class:`~marlplug.algorithms.maddpg_data.ExperienceCollector` stores them.
-STEP_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+from marlplug.algorithms.maddpg_data import BATCH_KEYS, Acting, ExperienceCollector
 
 
 class RecurrentActing(Acting, Protocol):
@@ -109,7 +106,7 @@ class SequenceCollector(ExperienceCollector):
             following, done = self._step(self.program.env_scale(actions))
             reward = adapter.rewards(following)
             for key, value in zip(
-                STEP_KEYS,
+                BATCH_KEYS,
                 (
                     obs,
                     actions,
