@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from marlplug.algorithms.recurrent_options import (
+    recurrent_field,
+    recurrent_hidden_size_field,
+    sequence_length_field,
+)
 from marlplug.config import MAX_WIDTH
 from marlplug.config.checks import warn
 from marlplug.config.train import SMALL_GEMM_ROWS
@@ -100,22 +105,19 @@ class PpoOptions(PPOLossOptions):
         "training.",
     )
 
-    recurrent: Recurrent = Field(
-        "none",
-        description="The actor's memory: none (an MLP) or gru (encoder -> GRU cell -> head, "
+    recurrent: Recurrent = recurrent_field(
+        "The actor's memory: none (an MLP) or gru (encoder -> GRU cell -> head, "
         "its hidden state in the tensordict, reset when an episode starts; PPO then trains "
         "on sequences of sequence_length steps). The critic stays an MLP on its input.",
     )
-    recurrent_hidden_size: int = Field(
-        64, ge=1, le=MAX_WIDTH, description="Width of the GRU's hidden state (recurrent: gru)."
-    )
-    sequence_length: int = Field(
-        25,
-        ge=1,
-        description="Steps per training sequence with recurrent: gru: the rollout is cut into "
+    recurrent_hidden_size: int = recurrent_hidden_size_field()
+    # No bound of its own: it must divide train.rollout_steps (at most 10**7).
+    sequence_length: int = sequence_length_field(
+        "Steps per training sequence with recurrent: gru: the rollout is cut into "
         "chunks of this many steps, each replayed from its first step's stored hidden state; "
         "must divide train.rollout_steps. A minibatch holds train.minibatch_size / "
         "sequence_length sequences.",
+        le=None,
     )
 
     @model_validator(mode="before")

@@ -17,10 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REPLAY_IGNORED_TRAIN_FIELDS",
     "ReplayOptions",
-    "recurrent_field",
-    "recurrent_hidden_size_field",
     "schedule_field",
-    "sequence_length_field",
 ]
 
 #: ``train:`` fields a replay-based algorithm does not read: it collects and updates on its own
@@ -72,40 +69,6 @@ def schedule_field(name: str, default: int) -> Any:
         'Transitions per update.'
     """
     return Field(default, **_SCHEDULE_FIELDS[name])
-
-
-def recurrent_field(description: str) -> Any:
-    """The ``recurrent`` option (``none`` or ``gru``, :data:`~marlplug.nn.recurrent.Recurrent`),
-    described for its algorithm; with :func:`recurrent_hidden_size_field` and
-    :func:`sequence_length_field`, the names and bounds every recurrent algorithm shares.
-
-    Examples:
-        >>> recurrent_field("The Q-networks' memory.").default
-        'none'
-    """
-    return Field("none", description=description)
-
-
-def recurrent_hidden_size_field() -> Any:
-    """The ``recurrent_hidden_size`` option: the GRU's state width, 1 to ``MAX_WIDTH``.
-
-    Examples:
-        >>> recurrent_hidden_size_field().default
-        64
-    """
-    return Field(
-        64, ge=1, le=MAX_WIDTH, description="Width of the GRU's hidden state (recurrent: gru)."
-    )
-
-
-def sequence_length_field(description: str) -> Any:
-    """The ``sequence_length`` option: steps per training sequence (default 25, an MPE episode).
-
-    Examples:
-        >>> sequence_length_field("Steps per sequence.").default
-        25
-    """
-    return Field(25, ge=1, le=10**6, description=description)
 
 
 class ReplayOptions(Options):

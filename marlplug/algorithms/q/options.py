@@ -7,13 +7,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from marlplug.algorithms.replay_options import (
-    ReplayOptions,
+from marlplug.algorithms.recurrent_options import (
     recurrent_field,
     recurrent_hidden_size_field,
-    schedule_field,
     sequence_length_field,
 )
+from marlplug.algorithms.replay_options import ReplayOptions, schedule_field
 from marlplug.config import MAX_WIDTH
 from marlplug.nn.recurrent import Recurrent
 
