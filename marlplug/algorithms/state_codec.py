@@ -174,12 +174,16 @@ def clipped_adam_step(
     *,
     max_grad_norm: float,
     settings: AdamSettings,
+    agents_ok: torch.Tensor | None = None,
+    step_key: str = "adam_step",
 ) -> AdamStep:
     """One network's per-agent clip and Adam step on :func:`target_and_adam_layout` rows.
 
     ``state`` holds the agents' unflattened rows, ``names`` the network's tensors and ``grads`` their
-    gradients (``[S, ...]`` each). Returns the new parameters, first and second moments, the step
-    counts, the gradient norms before clipping and which agents stepped (a finite norm).
+    gradients (``[S, ...]`` each); ``agents_ok`` ``[S]`` (bool) may hold back agents for another
+    reason than their own norm (a team's loss), and ``step_key`` names the step count where a row
+    holds a second one (QMIX's mixer). Returns the new parameters, first and second moments, the
+    step counts, the gradient norms before clipping and which agents stepped (a finite norm).
 
     Examples:
         >>> state = fresh_target_and_adam_state({"q.w0": torch.ones(2, 3)})
@@ -190,14 +194,14 @@ def clipped_adam_step(
         >>> round(float(params[0][0, 0, 0]), 4), steps.tolist(), bool(stepped[0])
         (0.9, [1.0], True)
     """
-    clipped, norms, finite = clip_per_agent(grads, max_grad_norm)
+    clipped, norms, finite = clip_per_agent(grads, max_grad_norm, agents_ok)
     # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
     params, avgs, sqs, steps = adam(
         [state[n] for n in names],
         clipped,
         [state["adam_m." + n] for n in names],
         [state["adam_v." + n].clamp(min=0.0) for n in names],
-        state["adam_step"].round(),
+        state[step_key].round(),
         finite,
         settings=settings,
     )

@@ -30,12 +30,12 @@ from marlplug.algorithms.q.recurrent import RecurrentQNetwork
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     AgentRows,
+    clipped_adam_step,
     fresh_target_and_adam_state,
     target_and_adam_layout,
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
-from marlplug.optim.adam import AdamSettings, adam
-from marlplug.optim.clip import clip_per_agent
+from marlplug.optim.adam import AdamSettings
 from marlplug.optim.sharing import mean_within_groups
 from marlplug.seeding import agent_seed
 from marlplug.torch_threads import one_thread
@@ -269,16 +269,13 @@ class QProgram(QActing, AgentRows):
         own = self.codec.unflatten(own_rows)
         grads = [g.index_select(0, position) for g in grads]
         agents_ok = None if team_ok is None else team_ok.expand(len(agents))
-        clipped, norms, finite = clip_per_agent(grads, options.max_grad_norm, agents_ok)
-        # A decoded state carries round-off: a step count of 2.9999999, a second moment of -1e-20.
-        new_params, avgs, sqs, steps = adam(
-            [own[n] for n in self._names],
-            clipped,
-            [own["adam_m." + n] for n in self._names],
-            [own["adam_v." + n].clamp(min=0.0) for n in self._names],
-            own["adam_step"].round(),
-            finite,
+        new_params, avgs, sqs, steps, norms, finite = clipped_adam_step(
+            own,
+            self._names,
+            grads,
+            max_grad_norm=options.max_grad_norm,
             settings=self.adam,
+            agents_ok=agents_ok,
         )
         copy = (steps.round() % options.target_update_interval == 0) & finite
         new_state: dict[str, torch.Tensor] = {"adam_step": steps}
@@ -364,17 +361,14 @@ class QProgram(QActing, AgentRows):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """The mixer's clipped Adam step and target, as one row ``[1, ...]`` per tensor, from
         agent 0's copy in ``state``; and its gradient norm ``[1]`` before clipping."""
-        clipped, norm, finite = clip_per_agent(
-            [g.unsqueeze(0) for g in grads], self.options.max_grad_norm, ok.reshape(1)
-        )
-        params, avgs, sqs, step = adam(
-            [state[n][:1] for n in names],
-            clipped,
-            [state["adam_m." + n][:1] for n in names],
-            [state["adam_v." + n][:1].clamp(min=0.0) for n in names],
-            state["mixer_adam_step"][:1].round(),
-            finite,
+        params, avgs, sqs, step, norm, finite = clipped_adam_step(
+            {key: value[:1] for key, value in state.items()},  # agent 0's copy
+            names,
+            [g.unsqueeze(0) for g in grads],
+            max_grad_norm=self.options.max_grad_norm,
             settings=self.adam,
+            agents_ok=ok.reshape(1),
+            step_key="mixer_adam_step",
         )
         copy = (step.round() % self.options.target_update_interval == 0) & finite
         new: dict[str, torch.Tensor] = {"mixer_adam_step": step}
