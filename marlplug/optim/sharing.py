@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["group_mean_gradients", "mean_within_groups"]
+__all__ = ["group_mean_gradients", "mean_within_groups", "whole_groups"]
 
 
 def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -38,3 +38,15 @@ def mean_within_groups(grads: Sequence[torch.Tensor], group: torch.Tensor) -> li
         means = group_mean_gradients([grad.index_select(0, members) for grad in grads])
         grads = [grad.index_copy(0, members, mean) for grad, mean in zip(grads, means, strict=True)]
     return grads
+
+
+def whole_groups(agents: Sequence[int], group: torch.Tensor) -> list[int]:
+    """Every agent of the groups ``agents`` belong to, in agent order (``group`` ``[M]``: each
+    agent's group number): the agents whose losses must run for ``agents``' group mean gradients.
+
+    Examples:
+        >>> whole_groups([2], torch.tensor([0, 1, 0, 1]))
+        [0, 2]
+    """
+    groups = {int(group[agent]) for agent in agents}
+    return [i for i in range(len(group)) if int(group[i]) in groups]

@@ -36,7 +36,7 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import mean_within_groups
+from marlplug.optim.sharing import mean_within_groups, whole_groups
 from marlplug.seeding import agent_seed
 from marlplug.torch_threads import one_thread
 
@@ -193,10 +193,7 @@ class QProgram(QActing, AgentRows):
         their whole groups (``share_params``: the group's mean gradient), or all (a mixer)."""
         if self.mixer is not None:
             return list(range(self.num_agents))
-        if self.options.share_params:
-            groups = {int(self.group_of[agent]) for agent in agents}
-            return [i for i in range(self.num_agents) if int(self.group_of[i]) in groups]
-        return agents
+        return whole_groups(agents, self.group_of) if self.options.share_params else agents
 
     def _update(
         self,

@@ -35,6 +35,7 @@ from marlplug.algorithms.state_codec import (
     target_and_adam_layout,
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
+from marlplug.optim.sharing import whole_groups
 from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 
@@ -205,10 +206,7 @@ class SacProgram(AgentRows):
     def _forwarded(self, agents: list[int]) -> list[int]:
         """The agents whose losses run for ``agents``' gradients: themselves, or their whole
         groups with ``share_params`` (the group's mean gradient)."""
-        if not self.options.share_params:
-            return agents
-        groups = {int(self.group_of[agent]) for agent in agents}
-        return [i for i in range(self.num_agents) if int(self.group_of[i]) in groups]
+        return whole_groups(agents, self.group_of) if self.options.share_params else agents
 
     def _update(
         self,
