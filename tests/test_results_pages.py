@@ -339,16 +339,37 @@ Q_LEARNERS = [
 ]
 
 
+def q_learner_row(label: str, name: str, *extra: str) -> str:
+    """A Q-learner sweep's row: its seeds' team returns and scores, each with their IQM."""
+    return row(
+        label,
+        f"[`{name}`](../data/{name})",
+        " / ".join(returns(name)),
+        iqm(name, metric="return", digits=1),
+        " / ".join(scores(name)),
+        iqm(name),
+        *extra,
+    )
+
+
 def rows_learning_q_learners() -> Iterator[str]:
     for label, name in Q_LEARNERS:
-        yield row(
-            label,
-            f"[`{name}`](../data/{name})",
-            " / ".join(returns(name)),
-            iqm(name, metric="return", digits=1),
-            " / ".join(scores(name)),
-            iqm(name),
-        )
+        yield q_learner_row(label, name)
+
+
+def rows_learning_q_updates() -> Iterator[str]:
+    """15k env steps: one update per 25 steps (the defaults) against one per 5 (VDN over three
+    seeds, IQL and QMIX seed 0 only)."""
+    yield q_learner_row("`vdn`, 1 per 25 steps", "sweep_spread_vdn.json", "")
+    yield q_learner_row(
+        "`vdn`, 1 per 5 steps",
+        "sweep_spread_vdn_updates5.json",
+        improvement("sweep_spread_vdn_updates5.json", "sweep_spread_vdn.json"),
+    )
+    yield q_learner_row("`iql`, 1 per 5 steps, seed 0", "sweep_spread_iql_updates5_seed0.json", "")
+    yield q_learner_row(
+        "`qmix`, 1 per 5 steps, seed 0", "sweep_spread_qmix_updates5_seed0.json", ""
+    )
 
 
 # --- results/many-agents.md -------------------------------------------------------------------
@@ -553,6 +574,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: redundancy penalty": ("learning.md", rows_learning_redundancy),
     "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
     "learning: Q-learners": ("learning.md", rows_learning_q_learners),
+    "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
     "many agents: M = 32 choices": ("many-agents.md", rows_many_m32_choices),
