@@ -3,7 +3,7 @@ in this process (``env.copies: serial``) against one worker process each (``proc
 
 Both envs are built once (the seconds a start takes are reported apart), warmed up, then timed in
 interleaved trials (serial, processes, processes, serial, ...) of random-action steps with
-auto-resets, as :func:`marlplug.bench.envs.time_steps` steps them; each row gives the median
+auto-resets, as :func:`marlplug.bench.env_steps.time_steps` steps them; each row gives the median
 joint steps/s summed over the copies (frames/s) and ``ratio``, processes' median over serial's.
 The CPU model is printed with the table: the ratio is a property of the machine (its cores, and
 what else runs on them).
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from marlplug.bench.envs import SCENARIOS, scenario_options, time_steps
+from marlplug.bench.env_steps import SCENARIOS, scenario_options, time_steps
 from marlplug.envs.copies import COPIES
 from marlplug.envs.factory import make_env
 from marlplug.runs.machine import cpu_model

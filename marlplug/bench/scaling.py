@@ -30,7 +30,7 @@ loop's wall time, the first iteration's warm-up included: give more ``--updates`
 agent-steps/s (frames/s x M: every frame is one step of all M agents), the shares of that time spent
 collecting, in updates and elsewhere (PPO: GAE, gathering minibatches; metrics, checkpoints), and
 the simulator's own rate with random actions at the same size
-(:func:`marlplug.bench.envs.simulator_rate`, the median of five timings, once per size),
+(:func:`marlplug.bench.env_steps.simulator_rate`, the median of five timings, once per size),
 so ``train/sim`` says how much of the simulator's speed training keeps. ``speed-up`` is each row's
 frames/s over the first row of its sweep with the same critic.
 
@@ -52,7 +52,7 @@ from typing import Any, cast
 import click
 
 from marlplug.algorithms.maddpg_data import ReplayOptions
-from marlplug.bench.envs import SIM_REPEATS, simulator_rate
+from marlplug.bench.env_steps import SIM_REPEATS, simulator_rate
 from marlplug.bench.scaling_config import (
     BENCH_KEYS,
     CRITICS,

@@ -6,7 +6,7 @@ episode start (:func:`~marlplug.envs.transformed.with_policy_transforms` adds bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from tensordict import NestedKey, TensorDictBase
@@ -15,12 +15,33 @@ from torchrl.data import Composite, Unbounded
 from torchrl.envs import TensorDictPrimer
 from torchrl.envs.utils import ExplorationType, exploration_type
 
+from marlplug.algorithms.q.recurrent import RecurrentQNetwork
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.envs.transformed import IS_INIT
 from marlplug.nn.recurrent import HIDDEN
 
-if TYPE_CHECKING:
-    from marlplug.algorithms.q.acting import QActing
+
+class RecurrentActing(Protocol):
+    """What the policy reads of a recurrent program (:class:`~marlplug.algorithms.q.acting.QActing`
+    is one); a protocol, so the acting module that builds the policy is not imported back."""
+
+    num_agents: int
+    theta_size: int
+    recurrent: RecurrentQNetwork | None
+
+    def act_recurrent(
+        self,
+        theta_all: torch.Tensor,
+        obs: torch.Tensor,
+        hidden: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        explore: bool = True,
+        epsilon: float | None = None,
+        action_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def env_scale(self, actions: torch.Tensor) -> torch.Tensor: ...
 
 
 class RecurrentQPolicy(TensorDictModuleBase):
@@ -42,7 +63,7 @@ class RecurrentQPolicy(TensorDictModuleBase):
         2
     """
 
-    def __init__(self, program: QActing, adapter: MultiAgentEnvAdapter) -> None:
+    def __init__(self, program: RecurrentActing, adapter: MultiAgentEnvAdapter) -> None:
         super().__init__()
         assert program.recurrent is not None
         self.program = program
