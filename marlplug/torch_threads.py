@@ -33,3 +33,22 @@ def one_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def kept_thread_count() -> Iterator[None]:
+    """Torch's thread count after the block as before it, whatever the block set (TorchRL's
+    batched envs change it when they start and close).
+
+    Examples:
+        >>> previous = torch.get_num_threads()
+        >>> with kept_thread_count():
+        ...     torch.set_num_threads(previous + 1)
+        >>> torch.get_num_threads() == previous
+        True
+    """
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

@@ -20,9 +20,33 @@ import torch
 from torchrl.envs import EnvBase, ParallelEnv, SerialEnv
 
 from marlplug.config.schema import EnvCopies as Copies
+from marlplug.torch_threads import kept_thread_count
 
 #: The valid ``env.copies`` values, for messages and CLI choices.
 COPIES: tuple[str, ...] = get_args(Copies)
+
+
+class _SerialCopies(SerialEnv):
+    """TorchRL's ``SerialEnv`` whose ``close`` keeps this process's torch thread count.
+
+    TorchRL's batched envs raise the count when they close, by one per worker they free (up to
+    the count when torchrl was imported), even ``SerialEnv``, which has none. The count is the
+    run's setting and can change a run's last bits: two runs of one seed in one process, the
+    first one's envs closed before the second starts, ended apart on a loaded CI machine.
+    """
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        with kept_thread_count():
+            super().close(raise_if_closed=raise_if_closed)
+
+
+class _ProcessCopies(ParallelEnv):
+    """TorchRL's ``ParallelEnv`` whose ``close`` keeps this process's torch thread count (see
+    :class:`_SerialCopies`)."""
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        with kept_thread_count():
+            super().close(raise_if_closed=raise_if_closed)
 
 
 def serial_copies(
@@ -44,7 +68,7 @@ def serial_copies(
     if num_envs == 1:
         env = make_one()
     else:
-        env = SerialEnv(num_envs, make_one, device=device)
+        env = _SerialCopies(num_envs, make_one, device=device)
         env.start()
         # SerialEnv forwards attributes as one value per copy; consumers expect one dict.
         env.group_map = dict(env._envs[0].group_map)
@@ -102,7 +126,7 @@ def process_copies(
         torch.Size([2, 3, 2, 1])
         >>> env.close()
     """
-    env = ParallelEnv(
+    env = _ProcessCopies(
         num_envs,
         InWorker(make_one),
         device=device,

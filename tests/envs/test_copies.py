@@ -131,3 +131,15 @@ def test_a_run_trains_the_same_with_its_copies_in_worker_processes(tmp_path: Pat
     serial = _trained_state("serial", tmp_path / "serial")
     processes = _trained_state("processes", tmp_path / "processes")
     assert torch.equal(serial, processes)
+
+
+def test_closing_serial_copies_keeps_the_torch_thread_count() -> None:
+    # TorchRL's SerialEnv.close raises it (by workers it does not have); the count is the run's.
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        env = make_env("cooperative_navigation", agents=2, num_envs=2, seed=0)
+        env.close()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
