@@ -12,8 +12,6 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
-from tensordict import NestedKey, TensorDictBase
-from tensordict.nn import TensorDictModuleBase
 from torchrl.modules import set_recurrent_mode
 
 from marlplug.algorithms.acting import acting_policy
@@ -26,6 +24,7 @@ from marlplug.losses.ppo_options import JointTrainerConfig
 from marlplug.testing import AlgorithmContract
 from marlplug.train.run import run_training
 from marlplug.train.trainer import JointMultiAgentTrainer
+from tests.algorithms.recording import HIDDEN_KEY, Recording
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 from tests.train.helpers import SMALL_RUN
 
@@ -37,7 +36,6 @@ GRU = {
     "recurrent_hidden_size": 8,
     "sequence_length": 10,
 }
-HIDDEN_KEY = ("agent", "rnn_hidden")
 
 
 class TestPPORecurrent(AlgorithmContract):
@@ -113,29 +111,12 @@ def test_the_update_replays_each_sequence_from_its_first_stored_state() -> None:
     )
 
 
-class _Recording(TensorDictModuleBase):
-    """The policy, recording the hidden state it is handed at every step (a module, so the env
-    is given the policy's primers through it)."""
-
-    def __init__(self, policy: TensorDictModuleBase) -> None:
-        super().__init__()
-        self.policy = policy
-        self.in_keys: list[NestedKey] = list(policy.in_keys)
-        self.out_keys: list[NestedKey] = list(policy.out_keys)
-        self.seen: list[torch.Tensor | None] = []
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        hidden = tensordict.get(HIDDEN_KEY, None)
-        self.seen.append(None if hidden is None else hidden.clone())
-        return self.policy(tensordict)
-
-
 def test_evaluation_carries_the_hidden_state_and_repeats() -> None:
     program, source, config = _bound(num_envs=1)
     theta, _ = program.init_state(config.seed)
     source.close()
     env = make_env("cooperative_navigation", agents=2, seed=0)
-    policy = _Recording(acting_policy(program, env, theta))
+    policy = Recording(acting_policy(program, env, theta))
     first = evaluate(env, policy, episodes=2, seed=4)
     assert len(policy.seen) == 50  # two 25-step episodes
     for episode_start in (0, 25):
@@ -152,7 +133,7 @@ def test_a_random_group_beside_a_gru_policy_keeps_its_state_carried() -> None:
     theta, _ = program.init_state(config.seed)
     source.close()
     env = make_env("cooperative_navigation", agents=2, seed=0)
-    policy = _Recording(acting_policy(program, env, theta))
+    policy = Recording(acting_policy(program, env, theta))
     evaluate(env, random_group_policy(policy, env, "agent"), episodes=1, seed=4)
     start, next_step = policy.seen[0], policy.seen[1]
     assert start is not None and bool((start == 0).all())
@@ -242,7 +223,7 @@ def test_render_hands_the_policy_its_carried_state() -> None:
     theta, _ = program.init_state(config.seed)
     source.close()
     env = make_env("cooperative_navigation", agents=2, seed=0)
-    policy = _Recording(acting_policy(program, env, theta))
+    policy = Recording(acting_policy(program, env, theta))
     assert len(rollout_moments(env, policy=policy, max_steps=5)) == 6
     assert policy.seen[0] is None  # the reset state has none: the encoder starts from zero
     carried = policy.seen[1:]

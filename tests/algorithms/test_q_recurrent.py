@@ -12,8 +12,6 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
-from tensordict import NestedKey, TensorDictBase
-from tensordict.nn import TensorDictModuleBase
 
 from marlplug import load_config
 from marlplug.algorithms.acting import acting_policy
@@ -23,6 +21,7 @@ from marlplug.envs import make_env
 from marlplug.envs.evaluate import evaluate
 from marlplug.testing import AlgorithmContract
 from marlplug.train.orchestrator import run
+from tests.algorithms.recording import Recording
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
 GRU: dict[str, Any] = {
@@ -34,7 +33,6 @@ GRU: dict[str, Any] = {
     "learning_starts": 32,
     "steps_per_iteration": 16,
 }
-HIDDEN_KEY = ("agent", "rnn_hidden")
 
 
 class TestIQLRecurrent(AlgorithmContract):
@@ -163,28 +161,11 @@ def test_the_update_reads_each_chunks_stored_first_state() -> None:
     )
 
 
-class _Recording(TensorDictModuleBase):
-    """The policy, recording the hidden state it is handed at every step (a module, so the env
-    is given the policy's primers through it)."""
-
-    def __init__(self, policy: TensorDictModuleBase) -> None:
-        super().__init__()
-        self.policy = policy
-        self.in_keys: list[NestedKey] = list(policy.in_keys)
-        self.out_keys: list[NestedKey] = list(policy.out_keys)
-        self.seen: list[torch.Tensor | None] = []
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        hidden = tensordict.get(HIDDEN_KEY, None)
-        self.seen.append(None if hidden is None else hidden.clone())
-        return self.policy(tensordict)
-
-
 @pytest.mark.parametrize("algorithm_class", [IQL, VDN, QMIX])
 def test_evaluation_carries_the_hidden_state_and_repeats(algorithm_class: type) -> None:
     env = make_env("cooperative_navigation", agents=2, seed=0)
     program = algorithm_class(**GRU).bind(env)
-    policy = _Recording(acting_policy(program, env, program.init_state(0)[0]))
+    policy = Recording(acting_policy(program, env, program.init_state(0)[0]))
     first = evaluate(env, policy, episodes=2, seed=4)
     assert len(policy.seen) == 50  # two 25-step episodes
     for episode_start in (0, 25):
@@ -201,7 +182,7 @@ def test_render_hands_the_policy_its_carried_state() -> None:
 
     env = make_env("cooperative_navigation", agents=2, seed=0)
     program = QMIX(**GRU).bind(env)
-    policy = _Recording(acting_policy(program, env, program.init_state(0)[0]))
+    policy = Recording(acting_policy(program, env, program.init_state(0)[0]))
     assert len(rollout_moments(env, policy=policy, max_steps=5)) == 6
     assert policy.seen[0] is None  # the reset state has none: the policy starts from zero
     carried = policy.seen[1:]
