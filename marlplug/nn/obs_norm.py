@@ -22,6 +22,32 @@ DEFAULT_CLIP = 5.0
 EPSILON = 1e-8
 
 
+def merged_moments(
+    mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor, rows: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The exact mean, (population) variance and count of the values summarized by ``(mean, var,
+    count)`` together with ``rows`` (``[n, *shape]``, each of the others ``[*shape]`` or ``[*shape,
+    1]`` for the count): Chan et al.'s parallel update, SB3's ``RunningMeanStd``. Compute it in
+    float64 where the count grows into the millions.
+
+    Examples:
+        >>> mean, var, count = torch.zeros(1), torch.ones(1), torch.zeros(1)  # nothing seen yet
+        >>> mean, var, count = merged_moments(mean, var, count, torch.tensor([[1.0], [3.0]]))
+        >>> mean.tolist(), var.tolist(), count.tolist()
+        ([2.0], [1.0], [2.0])
+        >>> [t.tolist() for t in merged_moments(mean, var, count, torch.tensor([[5.0], [7.0]]))]
+        [[4.0], [5.0], [4.0]]
+    """
+    batch_count = float(rows.shape[0])
+    batch_mean = rows.mean(0)
+    batch_var = rows.var(0, correction=0)
+    total = count + batch_count
+    delta = batch_mean - mean
+    new_mean = mean + delta * (batch_count / total)
+    spread = count * var + batch_count * batch_var + delta**2 * count * batch_count / total
+    return new_mean, spread / total, total
+
+
 class ObservationNormalizer(nn.Module):
     """Per-agent running mean/variance of observations; ``forward`` standardizes and clips.
 
@@ -85,15 +111,8 @@ class ObservationNormalizer(nn.Module):
         """Fold observations (``[*batch, n_agents, d]``) into the statistics, in place."""
         # float64 for the merge: the count grows into the millions over a run.
         rows = observations.detach().reshape(-1, self.n_agents, self.observation_dim).double()
-        batch_count = float(rows.shape[0])
-        batch_mean = rows.mean(0)
-        batch_var = rows.var(0, correction=0)
         mean, var, count = (part.double() for part in self.moments())
-        total = count + batch_count
-        delta = batch_mean - mean
-        new_mean = mean + delta * (batch_count / total)
-        spread = count * var + batch_count * batch_var + delta**2 * count * batch_count / total
-        new_var = spread / total
+        new_mean, new_var, total = merged_moments(mean, var, count, rows)
         self.stats.copy_(torch.cat([new_mean, new_var, total], dim=-1).to(self.stats.dtype))
 
     def extra_repr(self) -> str:

@@ -72,3 +72,26 @@ def test_coded_recurrent_iql_ends_bit_identical_to_centralized(tmp_path: Path) -
     assert torch.equal(coded[1], centralized[1])
     assert centralized[1][:, -1].tolist() == [4.0, 4.0, 4.0]  # an update every iteration
     assert not torch.equal(result("before", "train.updates=2")[0], centralized[0])
+
+
+@pytest.mark.parametrize("recurrent", ["none", "gru"])
+def test_coded_iql_with_double_q_and_standardized_rewards_ends_bit_identical(
+    tmp_path: Path, recurrent: str
+) -> None:
+    """Double Q-learning reads each agent's own online and target rows; each agent's reward
+    statistics fold its own rewards: still exact."""
+    options = [*IQL, "algorithm.double_q=true", "algorithm.standardize_rewards=true"]
+    if recurrent == "gru":
+        options += ["algorithm.recurrent=gru", "algorithm.recurrent_hidden_size=8"]
+        options += ["algorithm.sequence_length=5", "algorithm.minibatch_size=20"]
+
+    def result(name: str, *extra: str) -> tuple[torch.Tensor, torch.Tensor]:
+        trained = run(load_config(data={}, overrides=[*options, *extra]), run_dir=tmp_path / name)
+        return trained.theta, trained.opt_state
+
+    centralized = result("centralized", "train.updates=4")
+    coded = result("coded", "train.updates=4", *SIMULATED)
+    assert torch.equal(coded[0], centralized[0])
+    assert torch.equal(coded[1], centralized[1])
+    assert bool((centralized[1][:, -1] > 0).all())  # the reward statistics' counts: they moved
+    assert not torch.equal(result("before", "train.updates=2")[0], centralized[0])

@@ -46,6 +46,22 @@ class QOptions(ReplayOptions):
     target_update_interval: int = Field(
         200, ge=1, le=10**9, description="Updates between two copies (target_update: hard)."
     )
+    double_q: bool = Field(
+        False,
+        description=(
+            "Double Q-learning (van Hasselt et al. 2016; TorchRL's DQNLoss double_dqn, EPyMARL's "
+            "double_q): the TD target takes the target network's value of the action the online "
+            "network would choose, instead of the target network's maximum, which overestimates."
+        ),
+    )
+    standardize_rewards: bool = Field(
+        False,
+        description=(
+            "Standardize the rewards of the TD target (EPyMARL's standardise_rewards): each "
+            "minibatch's rewards are folded into running statistics (per agent; the team's with a "
+            "mixer), then replaced by (reward - mean) / std. The statistics travel in opt_state."
+        ),
+    )
     epsilon_start: float = Field(
         1.0, ge=0, le=1, description="Random-action probability at the first env step."
     )

@@ -27,6 +27,12 @@ from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.q.acting import QActing
 from marlplug.algorithms.q.mixing import MixerRows
 from marlplug.algorithms.q.recurrent import RecurrentQNetwork
+from marlplug.algorithms.q.targets import (
+    REWARD_MOMENTS,
+    fresh_reward_moments,
+    next_value,
+    standardized_rewards,
+)
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
     AgentRows,
@@ -111,6 +117,9 @@ class QProgram(QActing, AgentRows):
             self.mixer_rows = MixerRows(mixer, state_index)
             theta += self.mixer_rows.theta_layout
             moments += self.mixer_rows.opt_layout
+        if options.standardize_rewards:
+            # Per agent, or the team's (the same copy in every row, as the mixer's).
+            moments.append((REWARD_MOMENTS, (3,)))
         super().__init__(theta, moments)
         self.adam = AdamSettings(lr=options.lr)
         self._names = [name for name, _ in network]
@@ -146,6 +155,8 @@ class QProgram(QActing, AgentRows):
             )
             network = dict(zip(self._names, params, strict=True))
             state = {**fresh_target_and_adam_state(network), **mixer_state}
+            if self.options.standardize_rewards:
+                state[REWARD_MOMENTS] = fresh_reward_moments(1)[0]
             rows.append(self.codec.flatten({k: v.unsqueeze(0) for k, v in state.items()}))
         return self.split(torch.cat(rows))
 
@@ -163,8 +174,9 @@ class QProgram(QActing, AgentRows):
 
         Each agent's Q-network steps on the squared TD error against the target networks (its own
         reward and target without a mixer; the team's with one), by per-agent clipping and Adam;
-        then the targets follow (Polyak or a periodic copy). A non-finite gradient norm leaves the
-        agent's rows as they were (``stepped`` false).
+        then the targets follow (Polyak or a periodic copy). ``double_q`` and
+        ``standardize_rewards`` change the TD target (:mod:`~marlplug.algorithms.q.targets`). A
+        non-finite gradient norm leaves the agent's rows as they were (``stepped`` false).
 
         Args:
             theta_all: ``[M, P]`` every agent's ``theta``.
@@ -226,17 +238,23 @@ class QProgram(QActing, AgentRows):
             return batch[key].transpose(0, 1).index_select(0, index)
 
         target = [state["target_" + n] for n in self._names]
-        q, next_q = self._q_and_next(params, target, per_agent, sequences, index)  # [F, B, A]
+        # [F, B, A] each: online Q (with its graph), target Q of the next observations and, for
+        # double Q-learning, the online network's of the same (without).
+        q, next_q, online_next_q = self._q_and_next(params, target, per_agent, sequences, index)
         taken = q.gather(-1, per_agent("action").argmax(-1, keepdim=True)).squeeze(-1)  # [F, B]
         with torch.no_grad():
             valid = self.action_mask.index_select(0, index).unsqueeze(1)  # [F, 1, A]
             if batch.get("next_action_mask", None) is not None:
                 valid = valid & per_agent("next_action_mask").to(torch.bool)  # [F, B, A]
-            best_next = next_q.masked_fill(~valid, -torch.inf).amax(-1)  # [F, B]
-            # No valid action at all (never in LBF): no bootstrap, rather than 0 * -inf = NaN.
-            best_next = torch.where(valid.any(-1), best_next, torch.zeros_like(best_next))
+            best_next = next_value(next_q, valid, online_next_q)  # [F, B]
             reward = per_agent("reward")
             alive = 1.0 - per_agent("terminated").to(q.dtype)
+            reward_moments = None
+            if options.standardize_rewards:
+                # Each agent's own rewards, or the team's once (agent 0's copy, as the mixer's).
+                stream = reward if self.mixer is None else reward.sum(0, keepdim=True)
+                moments = state[REWARD_MOMENTS] if self.mixer is None else state[REWARD_MOMENTS][:1]
+                reward, reward_moments = standardized_rewards(moments, stream)
         if self.mixer is None:
             td_target = reward + options.gamma * alive * best_next
             td_loss = (taken - td_target).pow(2).mean(dim=1)  # [F]: one loss per agent
@@ -281,6 +299,12 @@ class QProgram(QActing, AgentRows):
             new_state["target_" + name] = self._follow(own["target_" + name], param, copy)
             new_state["adam_m." + name] = avg
             new_state["adam_v." + name] = sq
+        if reward_moments is not None:
+            new_state[REWARD_MOMENTS] = (
+                reward_moments.index_select(0, position)
+                if self.mixer is None
+                else reward_moments.expand(len(agents), 3)
+            )
         extra_stats: dict[str, torch.Tensor] = {}
         if team_ok is not None:
             mixer_state, mixer_norm = self._step_mixer(state, mixer_names, mixer_grads, team_ok)
@@ -310,15 +334,20 @@ class QProgram(QActing, AgentRows):
         per_agent: Callable[[str], torch.Tensor],
         sequences: TensorDictBase | None,
         index: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The online Q-values of the minibatch's steps ``[F, N, A]`` (with their graph) and the
-        target network's of the next observations (without); a recurrent program replays the
-        chunks ``sequences`` from their stored first states, both networks alike (steps in the
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The online Q-values of the minibatch's steps ``[F, N, A]`` (with their graph), the
+        target network's of the next observations (without) and, with ``double_q``, the online
+        network's of the next observations (without; else ``None``); a recurrent program replays
+        the chunks ``sequences`` from their stored first states, every network alike (steps in the
         order of ``sequences.reshape(-1)``)."""
+        online = [p.detach() for p in params]
         if self.recurrent is None or sequences is None:
             with torch.no_grad():
                 next_q = stacked_mlp(per_agent("next_obs"), target)
-            return stacked_mlp(per_agent("obs"), params), next_q
+                online_next = None
+                if self.options.double_q:
+                    online_next = stacked_mlp(per_agent("next_obs"), online)
+            return stacked_mlp(per_agent("obs"), params), next_q, online_next
 
         def chunks(key: str) -> torch.Tensor:  # [F, B, L, ...] the forwarded agents' chunks
             value = sequences[key]
@@ -326,11 +355,17 @@ class QProgram(QActing, AgentRows):
 
         first = sequences["hidden"].transpose(0, 1).index_select(0, index)  # [F, B, H]
         is_init = sequences["is_init"]  # [B, L]
-        q, _ = self.recurrent.replay(params, chunks("obs"), first, is_init)
+        q, online_after = self.recurrent.replay(params, chunks("obs"), first, is_init)
         with torch.no_grad():
             _, after = self.recurrent.replay(target, chunks("obs"), first, is_init)
             next_q = self.recurrent.next_step(target, chunks("next_obs"), after)
-        return q.flatten(1, 2), next_q.flatten(1, 2)
+            online_next = None
+            if self.options.double_q:
+                # The online network continues its own states (those of the replay above).
+                online_next = self.recurrent.next_step(
+                    online, chunks("next_obs"), online_after.detach()
+                ).flatten(1, 2)
+        return q.flatten(1, 2), next_q.flatten(1, 2), online_next
 
     def _mix(
         self, chosen: torch.Tensor, obs: torch.Tensor, mixer_params: list[torch.Tensor]
