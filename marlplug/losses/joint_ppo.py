@@ -28,7 +28,7 @@ from marlplug.losses.ppo_keys import (
     resolve_settings,
 )
 from marlplug.losses.ppo_options import CriticLossType
-from marlplug.losses.ppo_terms import PpoSettings, group_terms
+from marlplug.losses.ppo_terms import PpoSettings, group_terms, masked_mean
 from marlplug.losses.redundancy import mean_abs_correlation
 from marlplug.losses.torchrl_api import TorchRLConventions
 from marlplug.nn.value_norm import value_normalizer
@@ -224,11 +224,12 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             self._entry(tensordict, "value_target", group), self._key("value_target", group)
         )
         old_value = tensordict.get(self._key("value", group), None) if self.clip_value else None
+        alive = tensordict.get(self._key("mask", group), None)
         normalizer = value_normalizer(critic)
         if normalizer is not None and normalizer.training and torch.is_grad_enabled():
             # MAPPO's ValueNorm: fold this minibatch's targets into the statistics first (a
             # training step; a loss evaluated under no_grad leaves them alone).
-            normalizer.update(value_target)
+            normalizer.update(value_target, alive)
         value = critic(tensordict.select(*critic.in_keys)).get(self._key("value", group))
         if normalizer is not None:
             # The value loss, its clipping and explained variance in standardized units: the
@@ -251,6 +252,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
                 value,
                 old_value,
                 n_agents,
+                alive,
             )
         )
         features = actor_input.get(self._key("features", group), None)
@@ -265,30 +267,57 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         )
         return terms
 
-    def _reduce(self, elementwise: torch.Tensor) -> torch.Tensor:
+    def _reduce(self, elementwise: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+        """``reduction`` of ``[rows, agents]`` terms; with ``weight`` (dead agents' rows 0, their
+        terms already zero) means run over the alive rows only: the loss of the alive rows alone."""
+        if weight is None:
+            if self.reduction == "mean":
+                return elementwise.mean()
+            if self.reduction == "sum":
+                return elementwise.sum()
+            if self.reduction == "agent_sum":
+                return elementwise.mean(dim=0).sum()
+            return elementwise
         if self.reduction == "mean":
-            return elementwise.mean()
+            return elementwise.sum() / weight.sum().clamp(min=1.0)
         if self.reduction == "sum":
             return elementwise.sum()
         if self.reduction == "agent_sum":
-            return elementwise.mean(dim=0).sum()
+            return masked_mean(elementwise, weight).sum()
         return elementwise
+
+    def _weights(self, terms: Mapping[str, Mapping[str, Any]]) -> torch.Tensor | None:
+        """Every group's row weights joined along agents (1 where a group has no mask); ``None``
+        when no group has one (the unmasked reductions, unchanged)."""
+        if all("weight" not in terms[group] for group in self.groups):
+            return None
+        return torch.cat(
+            [
+                terms[group].get("weight", torch.ones_like(terms[group]["objective"]))
+                for group in self.groups
+            ],
+            dim=-1,
+        )
 
     def agent_losses(self, tensordict: TensorDictBase) -> torch.Tensor:
         """L_ppo[i] for every agent (differentiable, ``[total agents]``, documented agent order).
 
         ``L_ppo[i] = objective_i + critic_coeff·value_loss_i − entropy_coeff·entropy_i`` (means over
-        rows); aux losses are not included.
+        rows, over the rows where agent i was alive when a group has a ``mask``); aux losses are
+        not included.
         """
         terms = self._terms(tensordict)
-        return torch.cat(
-            [
-                terms[group]["objective"].mean(0)
-                + self.critic_coeff * terms[group]["value_loss"].mean(0)
-                - self.entropy_coeff * terms[group]["entropy"].mean(0) * float(self.entropy_bonus)
-                for group in self.groups
-            ]
-        )
+        losses = []
+        for group in self.groups:
+            weight = terms[group].get("weight")
+            losses.append(
+                masked_mean(terms[group]["objective"], weight)
+                + self.critic_coeff * masked_mean(terms[group]["value_loss"], weight)
+                - self.entropy_coeff
+                * masked_mean(terms[group]["entropy"], weight)
+                * float(self.entropy_bonus)
+            )
+        return torch.cat(losses)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDict:
         terms = self._terms(tensordict)
@@ -299,13 +328,16 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         def diagnostic(name: str) -> torch.Tensor:
             return joined(f"diag/{name}")
 
-        out = TensorDict({"loss_objective": self._reduce(joined("objective"))}, batch_size=[])
+        weight = self._weights(terms)
+        out = TensorDict(
+            {"loss_objective": self._reduce(joined("objective"), weight)}, batch_size=[]
+        )
         out.set("clip_fraction", diagnostic("clip_fraction").mean())
         if self.entropy_bonus:
             out.set("entropy", diagnostic("entropy").mean())
-            out.set("loss_entropy", -self.entropy_coeff * self._reduce(joined("entropy")))
+            out.set("loss_entropy", -self.entropy_coeff * self._reduce(joined("entropy"), weight))
         if self.critic_coeff:
-            out.set("loss_critic", self.critic_coeff * self._reduce(joined("value_loss")))
+            out.set("loss_critic", self.critic_coeff * self._reduce(joined("value_loss"), weight))
         if self.clip_value is not None and "diag/value_clip_fraction" in terms[self.groups[0]]:
             out.set("value_clip_fraction", diagnostic("value_clip_fraction").mean())
         if self.log_explained_variance:
@@ -313,8 +345,13 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         ratio = joined("ratio")
         out.set("ESS", diagnostic("ess"))
         out.set("kl_approx", diagnostic("kl_approx").mean())
-        out.set("max_ratio", ratio.max())
-        out.set("mean_ratio", ratio.mean())
+        out.set("max_ratio", ratio.max())  # a dead row's ratio reads 1
+        out.set(
+            "mean_ratio",
+            ratio.mean()
+            if weight is None
+            else (ratio * weight).sum() / weight.sum().clamp(min=1.0),
+        )
         group_features = [f for g in self.groups if (f := terms[g]["features"]) is not None]
         features = [z for f in group_features for z in f.unbind(-2)]
         if len(features) >= 2:

@@ -124,6 +124,9 @@ class AcceptedKeys:
         terminated: the terminated flag (value estimator); same fallback as ``done``.
         features: the encoder features aux losses read. Defaults to ``"features"``; only needed
             when an aux loss is configured.
+        mask: which agents were in play when they acted (TorchRL's ``PettingZooWrapper`` with
+            ``use_mask``: dead agents' rows are False). Defaults to ``"mask"``; a group without
+            it counts every row.
     """
 
     advantage: NestedKey = "advantage"
@@ -135,6 +138,7 @@ class AcceptedKeys:
     done: NestedKey = "done"
     terminated: NestedKey = "terminated"
     features: NestedKey = "features"
+    mask: NestedKey = "mask"
 
     def __post_init__(self) -> None:
         if self.sample_log_prob is None:

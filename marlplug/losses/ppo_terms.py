@@ -2,7 +2,9 @@
 
 :func:`group_terms` returns ``[rows, n_agents]`` elementwise terms (to be reduced by the loss) and
 ``[n_agents]`` detached diagnostics; the caller supplies the group's tensors already read from the
-tensordict.
+tensordict. Where agents die mid-episode (MAgent2 battle: TorchRL's ``PettingZooWrapper`` keeps
+every agent's row and writes a group ``mask``), the rows of dead agents are left out of the
+advantage statistics and every diagnostic, and come back zeroed with a weight the loss reduces by.
 """
 
 from __future__ import annotations
@@ -36,12 +38,47 @@ def entropy_of(distribution: Any, samples: int = 1) -> torch.Tensor:
 
 
 def standardize_advantage(
-    advantage: torch.Tensor, exclude_dims: tuple[int, ...], eps: float
+    advantage: torch.Tensor,
+    exclude_dims: tuple[int, ...],
+    eps: float,
+    alive: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """TorchRL's advantage standardization (statistics over every dim but ``exclude_dims``)."""
+    """TorchRL's advantage standardization (statistics over every dim but ``exclude_dims``); with
+    ``alive`` (a bool of ``advantage``'s shape) the mean and the (unbiased) std are those of the
+    alive entries only.
+
+    Examples:
+        >>> advantage = torch.tensor([[1.0], [3.0], [100.0]])
+        >>> alive = torch.tensor([[True], [True], [False]])
+        >>> standardize_advantage(advantage, (), 1e-6, alive)[:2].flatten().tolist()
+        [-0.7071067690849304, 0.7071067690849304]
+    """
     if advantage.numel() < 2 or advantage.shape[0] < 2:
         return advantage
-    return _standardize(advantage, exclude_dims, eps=eps)
+    if alive is None:
+        return _standardize(advantage, exclude_dims, eps=eps)
+    excluded = {dim % advantage.dim() for dim in exclude_dims}
+    dims = tuple(dim for dim in range(advantage.dim()) if dim not in excluded)
+    weight = alive.to(advantage.dtype)
+    count = weight.sum(dims, keepdim=True)
+    mean = (advantage * weight).sum(dims, keepdim=True) / count.clamp(min=1.0)
+    variance = ((advantage - mean) ** 2 * weight).sum(dims, keepdim=True)
+    std = (variance / (count - 1.0).clamp(min=1.0)).sqrt()
+    return _standardize(advantage, exclude_dims, mean=mean, std=std, eps=eps)
+
+
+def masked_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Per-agent mean over rows (dim 0) of ``values`` ``[rows, n_agents]``, over the rows where
+    ``weight`` is 1 (``None``: every row); an agent with no such row gets 0.
+
+    Examples:
+        >>> values = torch.tensor([[1.0, 5.0], [3.0, 7.0]])
+        >>> masked_mean(values, torch.tensor([[1.0, 0.0], [1.0, 0.0]])).tolist()
+        [2.0, 0.0]
+    """
+    if weight is None:
+        return values.mean(dim=0)
+    return (values * weight).sum(dim=0) / weight.sum(dim=0).clamp(min=1.0)
 
 
 @dataclass
@@ -67,16 +104,26 @@ def group_terms(
     value: torch.Tensor,
     old_value: torch.Tensor | None,
     n_agents: int,
+    alive: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Elementwise ``objective``, ``value_loss``, ``entropy`` (``[rows, n_agents]``) and per-agent
     diagnostics (``[n_agents]``) of one group's minibatch.
 
     ``advantage``, ``value_target``, ``value`` and ``old_value`` keep their stored shape
     (``[*batch, n_agents, 1]``) so advantage standardization sees the dims TorchRL's would.
+
+    ``alive`` (bool, ``[*batch, n_agents]``; ``None``: every agent) marks the rows of agents that
+    were in play when they acted: the others are left out of the advantage statistics and the
+    diagnostics (masked means), their elementwise terms are zero and ``weight`` (``[rows,
+    n_agents]``, 1 alive, 0 dead) tells the loss what to reduce over.
     """
+    weight = None if alive is None else alive.reshape(-1, n_agents).to(advantage.dtype)
     if settings.normalize_advantage:
         advantage = standardize_advantage(
-            advantage, settings.normalize_advantage_exclude_dims, settings.advantage_eps
+            advantage,
+            settings.normalize_advantage_exclude_dims,
+            settings.advantage_eps,
+            None if alive is None else alive.reshape(advantage.shape),
         )
     advantage = advantage.reshape(-1, n_agents)
     log_prob = distribution.log_prob(action).reshape(-1, n_agents)
@@ -99,29 +146,59 @@ def group_terms(
         with torch.no_grad():
             value_clip_fraction = (clipped_value != value).to(value.dtype).mean(dim=0)
 
+    if weight is not None:
+        # A dead agent's row holds zeros the env wrote for it and an action nobody took: it adds
+        # nothing to any term (where, not a product: a non-finite term on a dead row stays out).
+        dead = weight == 0
+        objective, value_loss, entropy = (
+            term.masked_fill(dead, 0.0) for term in (objective, value_loss, entropy)
+        )
+        if value_clip_fraction is not None:
+            value_clip_fraction = masked_mean(
+                (clipped_value != value).to(value.dtype), weight
+            ).detach()
+
     with torch.no_grad():
         eps = torch.finfo(target.dtype).eps
-        residual = torch.var(target - value, dim=0, correction=0)
+
+        def mean(values: torch.Tensor) -> torch.Tensor:
+            return masked_mean(values, weight)
+
+        def variance(values: torch.Tensor) -> torch.Tensor:
+            if weight is None:
+                return torch.var(values, dim=0, correction=0)
+            return mean((values - mean(values)) ** 2)
+
+        # Log-weights of the rows for the effective sample size: a dead row weighs nothing.
+        log_ratio_alive = (
+            log_ratio if weight is None else log_ratio.masked_fill(weight == 0, -math.inf)
+        )
+        rows = log_ratio.shape[0] if weight is None else weight.sum(0).clamp(min=1.0)
         diagnostics = {
-            "policy_loss": objective.mean(dim=0),
-            "value_loss": value_loss.mean(dim=0),
-            "entropy": entropy.mean(dim=0),
-            "clip_fraction": (clipped_log_ratio != log_ratio).to(ratio.dtype).mean(dim=0),
-            "approx_kl": ((ratio - 1.0) - log_ratio).mean(dim=0),
+            "policy_loss": mean(objective),
+            "value_loss": mean(value_loss),
+            "entropy": mean(entropy),
+            "clip_fraction": mean((clipped_log_ratio != log_ratio).to(ratio.dtype)),
+            "approx_kl": mean((ratio - 1.0) - log_ratio),
             # TorchRL's kl_approx: the plain mean of log(pi_old / pi).
-            "kl_approx": (-log_ratio).mean(dim=0),
-            "explained_variance": 1.0 - residual / (torch.var(target, dim=0, correction=0) + eps),
+            "kl_approx": mean(-log_ratio),
+            "explained_variance": 1.0 - variance(target - value) / (variance(target) + eps),
             # TorchRL's effective sample size, per agent, divided by the rows.
-            "ess": (2 * log_ratio.logsumexp(0) - (2 * log_ratio).logsumexp(0)).exp()
-            / log_ratio.shape[0],
+            "ess": (2 * log_ratio_alive.logsumexp(0) - (2 * log_ratio_alive).logsumexp(0)).exp()
+            / rows,
         }
+        if weight is not None:  # an agent dead on every row: no sample, an ESS of 0 (not NaN)
+            diagnostics["ess"] = diagnostics["ess"].nan_to_num(0.0)
         if value_clip_fraction is not None:
             diagnostics["value_clip_fraction"] = value_clip_fraction
-        ratios = ratio.detach()
-    return {
+        ratios = ratio.detach() if weight is None else ratio.detach().masked_fill(weight == 0, 1.0)
+    terms = {
         "objective": objective,
         "value_loss": value_loss,
         "entropy": entropy,
         "ratio": ratios,
         **{f"diag/{name}": value.detach() for name, value in diagnostics.items()},
     }
+    if weight is not None:
+        terms["weight"] = weight
+    return terms

@@ -83,18 +83,29 @@ class ValueNormalizer(nn.Module):
         return (values - mean) / std
 
     @torch.no_grad()
-    def update(self, targets: torch.Tensor) -> None:
+    def update(self, targets: torch.Tensor, alive: torch.Tensor | None = None) -> None:
         """Fold one minibatch of value targets (``[*batch, n_agents, 1]``) into the statistics, in
-        place."""
+        place; with ``alive`` (bool, ``[*batch, n_agents]``) only the rows of agents in play (an
+        agent with none keeps its statistics)."""
         rows = targets.detach().reshape(-1, self.n_agents).to(self.stats.dtype)
-        batch_mean = rows.mean(0)
-        batch_var = rows.var(0, correction=0)
+        if alive is None:
+            batch_mean = rows.mean(0)
+            batch_var = rows.var(0, correction=0)
+        else:
+            weight_rows = alive.reshape(-1, self.n_agents).to(rows.dtype)
+            count = weight_rows.sum(0).clamp(min=1.0)
+            batch_mean = (rows * weight_rows).sum(0) / count
+            batch_var = ((rows - batch_mean) ** 2 * weight_rows).sum(0) / count
         mean, var, weight = self.stats.detach().unbind(-1)
         new_weight = self.beta * weight + 1.0
         share = 1.0 / new_weight
         delta = batch_mean - mean
         new_var = (1.0 - share) * var + share * batch_var + share * (1.0 - share) * delta**2
-        self.stats.copy_(torch.stack([mean + share * delta, new_var, new_weight], dim=-1))
+        new_stats = torch.stack([mean + share * delta, new_var, new_weight], dim=-1)
+        if alive is not None:
+            seen = alive.reshape(-1, self.n_agents).any(0).unsqueeze(-1)
+            new_stats = torch.where(seen, new_stats, self.stats.detach())
+        self.stats.copy_(new_stats)
 
     def extra_repr(self) -> str:
         return f"n_agents={self.n_agents}, beta={self.beta}"

@@ -54,6 +54,10 @@ class PettingZooScenario(EnvScenario):
                 categorical_actions=True,
                 device=device,
                 use_mask=self.task.dead_agents,
+                # TorchRL ends a parallel env's episode when ANY agent is done by default: a
+                # battle would end at its first death. Where agents die, the episode runs on
+                # until every agent is done (the dead are masked).
+                done_on_any=not self.task.dead_agents,
             )
         image_groups = [
             group
