@@ -30,7 +30,12 @@ from marlplug.envs.evaluate import (
     evaluation_env,
     reference_returns,
 )
-from marlplug.envs.policies import REFERENCE_POLICIES, Policy, random_group_policy
+from marlplug.envs.policies import (
+    REFERENCE_POLICIES,
+    Policy,
+    opponent_group_policy,
+    random_group_policy,
+)
 from marlplug.errors import UserError
 from marlplug.runs.checkpoint import load_policy
 from marlplug.runs.trained_run import TrainedRun
@@ -157,6 +162,26 @@ def with_random_group(target: EvaluationTarget, group: str) -> EvaluationTarget:
     )
 
 
+def with_opponent(target: EvaluationTarget, opponent: Path, group: str) -> EvaluationTarget:
+    """``target`` with ``group``'s agents acting as the trained run or checkpoint ``opponent``
+    says (:func:`~marlplug.envs.policies.opponent_group_policy`): a run against an earlier
+    checkpoint of itself. The opponent's networks must fit ``target``'s env (one line if not)."""
+    run = TrainedRun.find(opponent, argument="--opponent")
+    theirs = load_policy(run.checkpoint, target.env, run.config, option="--opponent")
+    label = target.label or f"{target.policy_name} policy"
+    return replace(
+        target,
+        policy=opponent_group_policy(target.policy, theirs, target.env, group),
+        label=f"{label}, '{group}' acting as {run.checkpoint} ({run.updates} updates)",
+        details={
+            **target.details,
+            "opponent": str(run.checkpoint),
+            "opponent_group": group,
+            "opponent_updates": run.updates,
+        },
+    )
+
+
 def write_gif(
     target: EvaluationTarget,
     out: Path,
@@ -206,6 +231,14 @@ def format_report(
         f"return (summed over agents): {result.mean:.2f} ± {result.std:.2f} (std over episodes)",
     ]
     lines += [f"  {group}: {mean:.2f}" for group, mean in result.group_means.items()]
+    if result.group_survivors:  # agents die (MAgent2 battle): who won
+        alive = ", ".join(
+            f"{group} {sum(counts) / len(counts):.1f}"
+            for group, counts in result.group_survivors.items()
+        )
+        wins = ", ".join(f"{group} {rate:.0%}" for group, rate in result.win_rates.items())
+        lines.append(f"agents alive at the end (mean): {alive}")
+        lines.append(f"wins (more agents alive at the end than the other groups): {wins}")
     if references is not None:
         lines.append(
             f"oracle-normalized score: {references.score(result.mean):.3f} (random "
@@ -264,6 +297,20 @@ def format_report(
     "side against a random opponent, or a group's own random reference against the trained "
     "others (competitive scenarios, e.g. --random-group adversary).",
 )
+@click.option(
+    "--opponent",
+    metavar="RUN_DIR|CHECKPOINT",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="With --opponent-group: that group's agents act as this run or checkpoint says, e.g. "
+    "an earlier checkpoint of the same run (self-play: --opponent early.pt --opponent-group blue).",
+)
+@click.option(
+    "--opponent-group",
+    metavar="GROUP",
+    default=None,
+    help="The group that acts as --opponent says.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON for tools.")
 @click.option(
     "--gif",
@@ -281,6 +328,8 @@ def evaluate(
     seed: int,
     sample: bool,
     random_group: str | None,
+    opponent: Path | None,
+    opponent_group: str | None,
     as_json: bool,
     gif: Path | None,
 ) -> None:
@@ -306,6 +355,13 @@ def evaluate(
             backend=backend or "mpe",
             agents=agents,
         )
+    if (opponent is None) != (opponent_group is None):
+        raise UserError(
+            "evaluate: --opponent and --opponent-group go together (the checkpoint and the "
+            "group that acts as it says)"
+        )
+    if opponent is not None and opponent_group is not None:
+        target = with_opponent(target, opponent, opponent_group)
     if random_group is not None:
         target = with_random_group(target, random_group)
     # The run's own setting (auto: the CPUs free now); a policy without a run on one thread.

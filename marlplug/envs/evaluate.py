@@ -1,7 +1,10 @@
 """Evaluate a policy: N whole episodes on fixed evaluation seeds; mean, std, per-group returns.
 
 An episode's return is its reward summed over steps and over every agent (the team's return), the
-figure the learning benchmarks compare (``marlplug bench learn``, ``marlplug evaluate``).
+figure the learning benchmarks compare (``marlplug bench learn``, ``marlplug evaluate``). Where
+agents die (a group with TorchRL's ``mask``: MAgent2 battle), each episode also counts every
+group's survivors, and a group *wins* an episode when more of its agents are alive at the end than
+of any other group's.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class EvaluationResult:
     """Greedy / mean actions (``True``) or samples."""
     frames: int = field(default=0)
     """Env steps run (every copy counted)."""
+    group_survivors: dict[str, list[int]] = field(default_factory=dict)
+    """Per group with a ``mask`` (agents that die), per episode: its agents alive at the end."""
 
     @property
     def episodes(self) -> int:
@@ -71,9 +76,31 @@ class EvaluationResult:
     def group_means(self) -> dict[str, float]:
         return {group: statistics.fmean(values) for group, values in self.group_returns.items()}
 
+    @property
+    def win_rates(self) -> dict[str, float]:
+        """Per group with survivors counted: the share of episodes it won, ending with more agents
+        alive than every other group (a tie is nobody's win); empty without ``group_survivors``.
+
+        Example:
+            >>> result = EvaluationResult(returns=[0.0] * 3, group_returns={},
+            ...     group_survivors={"red": [5, 2, 3], "blue": [1, 4, 3]})
+            >>> result.win_rates
+            {'red': 0.3333333333333333, 'blue': 0.3333333333333333}
+        """
+        rates = {}
+        for group, alive in self.group_survivors.items():
+            others = [v for name, v in self.group_survivors.items() if name != group]
+            wins = [
+                all(count > other[episode] for other in others)
+                for episode, count in enumerate(alive)
+            ]
+            rates[group] = statistics.fmean(wins) if wins else math.nan
+        return rates
+
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for ``--json``: the summary and every episode's return."""
-        return {
+        """Plain data for ``--json``: the summary and every episode's return (and, where agents
+        die, every episode's survivors and each group's win rate)."""
+        out = {
             "episodes": self.episodes,
             "mean": self.mean,
             "std": self.std,
@@ -83,6 +110,9 @@ class EvaluationResult:
             "returns": self.returns,
             "group_returns": self.group_returns,
         }
+        if self.group_survivors:
+            out.update(win_rates=self.win_rates, group_survivors=self.group_survivors)
+        return out
 
 
 def normalized_score(value: float, *, random: float, scripted: float) -> float:
@@ -211,6 +241,37 @@ def first_episode_returns(rollout: TensorDictBase, groups: list[str]) -> dict[st
     return returns
 
 
+def first_episode_survivors(rollout: TensorDictBase, groups: list[str]) -> dict[str, torch.Tensor]:
+    """Per group with a ``mask`` (TorchRL's agents in play), ``[copies]`` its agents alive at the
+    end of each env copy's first episode in ``rollout``: in play at the last step and not
+    terminated by it (an episode's time limit truncates, it kills nobody).
+
+    Example:
+        >>> from tensordict import TensorDict
+        >>> mask = torch.tensor([[True, True], [True, False]])  # 2 steps, 2 agents
+        >>> terminated = torch.tensor([[False, False], [True, False]]).unsqueeze(-1)
+        >>> done = torch.tensor([[False], [True]])
+        >>> rollout = TensorDict({("red", "mask"): mask, ("next", "done"): done,
+        ...     ("next", "red", "terminated"): terminated}, batch_size=[2])
+        >>> first_episode_survivors(rollout.unsqueeze(0), ["red", "blue"])
+        {'red': tensor([0])}
+    """
+    done = rollout.get(("next", "done")).squeeze(-1)  # [*copies, T]
+    end = done.reshape(-1, done.shape[-1]).long().argmax(-1)  # each copy's first done step
+    copies = torch.arange(end.shape[0])
+    survivors = {}
+    for group in groups:
+        mask = rollout.get((group, "mask"), None)
+        if mask is None:
+            continue
+        mask = mask.reshape(end.shape[0], done.shape[-1], -1)[copies, end]
+        terminated = rollout.get(("next", group, "terminated"), None)
+        if terminated is not None:
+            mask = mask & ~terminated.reshape(end.shape[0], done.shape[-1], -1)[copies, end]
+        survivors[group] = mask.sum(-1)
+    return survivors
+
+
 def evaluate(
     env_or_config: EnvBase | MarlplugConfig,
     policy: Policy,
@@ -254,6 +315,7 @@ def evaluate(
     groups = list(env.group_map)
     copies = max(1, env.batch_size.numel())
     collected: dict[str, list[torch.Tensor]] = {group: [] for group in groups}
+    alive: dict[str, list[torch.Tensor]] = {}
     frames = 0
     exploration = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
     with torch.random.fork_rng(devices=[]), set_exploration_type(exploration), torch.no_grad():
@@ -270,8 +332,13 @@ def evaluate(
             frames += rollout.numel()
             for group, values in first_episode_returns(rollout, groups).items():
                 collected[group].append(values)
+            for group, values in first_episode_survivors(rollout, groups).items():
+                alive.setdefault(group, []).append(values)
     group_returns = {
         group: torch.cat(parts)[:episodes].tolist() for group, parts in collected.items()
+    }
+    group_survivors = {
+        group: torch.cat(parts)[:episodes].tolist() for group, parts in alive.items()
     }
     team = [sum(values) for values in zip(*group_returns.values(), strict=True)]
     return EvaluationResult(
@@ -280,4 +347,5 @@ def evaluate(
         seed=seed,
         deterministic=deterministic,
         frames=frames,
+        group_survivors=group_survivors,
     )

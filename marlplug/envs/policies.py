@@ -236,6 +236,50 @@ class _WithRandomGroup(nn.Module):
         return self.randomize(self.policy(tensordict))
 
 
+def opponent_group_policy(policy: Policy, opponent: Policy, env: EnvBase, group: str) -> Policy:
+    """``policy`` for every group but ``group``, whose agents act as ``opponent`` says: a trained
+    side against another policy's side, e.g. an earlier checkpoint of the same run (self-play).
+
+    ``opponent`` acts on a copy of each step's tensordict (what it writes for the other groups is
+    dropped); a recurrent opponent's hidden state is not carried.
+
+    Raises:
+        UserError: ``env`` has no group ``group``.
+
+    Example:
+        >>> from marlplug.envs import make_env
+        >>> env = make_env("keep_away", agents=4, adversaries=2, seed=0)
+        >>> def act(action):
+        ...     return lambda td: td.update(env.full_action_spec.zero().apply(lambda a: a + action))
+        >>> rollout = env.rollout(3, opponent_group_policy(act(0), act(1), env, "adversary"))
+        >>> bool((rollout["agent", "action"] == 0).all()), bool((rollout["adversary", "action"] == 1).all())
+        (True, True)
+    """
+    groups = list(getattr(env, "group_map", {}))
+    if group not in groups:
+        raise UserError(
+            f"--opponent-group: '{group}' is not a group of this env; choose one of: "
+            + ", ".join(groups)
+        )
+    return _WithOpponentGroup(policy, opponent, group)
+
+
+class _WithOpponentGroup(nn.Module):
+    """``policy``, then one group's actions taken from ``opponent`` (run on a copy of the step)."""
+
+    def __init__(self, policy: Policy, opponent: Policy, group: str) -> None:
+        super().__init__()
+        self.policy = policy
+        self.opponent = opponent
+        self.group = group
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        theirs = self.opponent(tensordict.clone()).get((self.group, "action"))
+        tensordict = self.policy(tensordict)
+        tensordict.set((self.group, "action"), theirs)
+        return tensordict
+
+
 def scripted_policy(env: EnvBase, *, scenario: str, nearest: bool = False) -> Policy:
     """The scripted oracle of ``scenario`` for ``env`` (only cooperative navigation has one).
 
