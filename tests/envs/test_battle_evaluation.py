@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 from tensordict import TensorDictBase
+from torchrl.envs import EnvBase
 
 from marlplug.config import load_config
 from marlplug.envs import make_env
@@ -28,11 +29,11 @@ RED_PLAN = (8, 8, 8, 7)
 RED_ATTACK, STAY = 17, 6
 
 
-def _env() -> object:
+def _env() -> EnvBase:
     return make_env("battle", backend="pettingzoo", map_size=16, max_steps=EPISODE, seed=0)
 
 
-def _red_attacks(env: object) -> object:
+def _red_attacks(env: EnvBase) -> Callable[[TensorDictBase], TensorDictBase]:
     clock = iter(range(10**6))
 
     def act(td: TensorDictBase) -> TensorDictBase:
@@ -95,3 +96,9 @@ def test_marlplug_evaluate_reports_wins_against_random_and_an_earlier_checkpoint
     assert all(len(counts) == 2 for counts in report["group_survivors"].values())
     alone = run_cli(*args, "--opponent", str(run_dir))
     assert alone.exit_code == 2 and "--opponent and --opponent-group go together" in alone.err
+
+
+def test_the_packaged_battle_config_fields_64_agents_a_side() -> None:
+    config = load_config(Path(__file__).parents[2] / "marlplug/configs/battle_64v64.yaml")
+    assert config.env.options.agents == 128  # magent2 sizes both armies from map_size
+    assert config.algorithm.share_params and config.algorithm.critic == "local"
