@@ -4,7 +4,9 @@ algorithm on the same VMAS task, with the same frames per iteration and optimize
 BenchMARL is an anchor, never a dependency: it trains in its own virtualenv (``--python``, made by
 ``bash scripts/anchors/setup_benchmarl.sh``), through ``scripts/anchors/benchmarl_vmas.py`` with
 its ``matched`` preset, whose iteration shape is read off marlplug's config here
-(:func:`matched_arguments`). Both sides time each iteration after the first (which pays for start-up)
+(:func:`matched_arguments`): PPO's rollout, minibatch and epochs for MAPPO and IPPO; for the
+replay-based algorithms (MADDPG, IDDPG, MASAC, ISAC, IQL, VDN, QMIX) the steps collected between
+two updates, one update each, and its minibatch. Both sides time each iteration after the first (which pays for start-up)
 and report the median as frames/s; evaluations are left out on both.
 """
 
@@ -29,6 +31,13 @@ from marlplug.train.run import run_training
 TASK_CONFIGS = {"balance": "balance_vmas_benchmarl.yaml"}
 #: BenchMARL's on-policy algorithms -> marlplug PPO's critic input.
 PPO_CRITICS = {"mappo": "joint", "ippo": "local"}
+#: BenchMARL's off-policy algorithms, each marlplug's algorithm of the same name; the Q-learners act
+#: in discrete actions, the others in VMAS's continuous ones.
+REPLAY_ALGORITHMS = ("maddpg", "iddpg", "masac", "isac", "iql", "vdn", "qmix")
+DISCRETE = frozenset({"iql", "vdn", "qmix"})
+#: A replay-based iteration: steps per copy and the update's minibatch (one update an iteration).
+REPLAY_STEPS = 100
+REPLAY_MINIBATCH = 1024
 #: Where the anchor's runner lives in a marlplug checkout.
 ANCHOR_SCRIPT = Path("scripts") / "anchors" / "benchmarl_vmas.py"
 
@@ -72,19 +81,49 @@ def task_config(
     task: str, algorithm: str, *, iterations: int, threads: int, folder: str
 ) -> MarlplugConfig:
     """The packaged config of ``task`` set up as ``algorithm`` and for timing: ``iterations``
-    updates, no evaluations, one checkpoint at the end, no progress bar."""
+    updates, no evaluations, one checkpoint at the end, no progress bar.
+
+    PPO (``mappo``, ``ippo``) trains the config as it is, with the critic the name says. A
+    replay-based algorithm trains on the config's env and copies, :data:`REPLAY_STEPS` steps per
+    copy and one update of :data:`REPLAY_MINIBATCH` an iteration, learning from the first (its other
+    options are its defaults: the config's are PPO's).
+    """
     path = str(resources.files("marlplug.configs").joinpath(TASK_CONFIGS[task]))
+    timing = [
+        f"train.updates={iterations}",
+        "train.eval_every=0",
+        f"train.checkpoint_every={iterations}",
+        f"logging.dir={folder}",
+        "logging.progress=false",
+    ]
+    if algorithm in PPO_CRITICS:
+        return load_config(
+            path,
+            [
+                f"algorithm.critic={PPO_CRITICS[algorithm]}",
+                f"train.torch_threads={threads}",
+                *timing,
+            ],
+        )
+    base = load_config(path)
+    frames = REPLAY_STEPS * base.train.num_envs
+    env = base.env.model_dump()
+    env["continuous_actions"] = algorithm not in DISCRETE
     return load_config(
-        path,
-        [
-            f"algorithm.critic={PPO_CRITICS[algorithm]}",
-            f"train.updates={iterations}",
-            "train.eval_every=0",
-            f"train.checkpoint_every={iterations}",
-            f"train.torch_threads={threads}",
-            f"logging.dir={folder}",
-            "logging.progress=false",
-        ],
+        data={
+            "seed": base.seed,
+            "env": env,
+            "algorithm": {
+                "name": algorithm,
+                "episode_length": env["max_steps"],
+                "steps_per_iteration": REPLAY_STEPS,
+                "minibatch_size": REPLAY_MINIBATCH,
+                "learning_starts": frames,
+                "buffer_size": iterations * frames,
+            },
+            "train": {"num_envs": base.train.num_envs},
+        },
+        overrides=timing,
     )
 
 
@@ -98,8 +137,20 @@ def matched_arguments(config: MarlplugConfig) -> list[str]:
         ...     "minibatch_size": 600, "n_epochs": 4, "iterate_all_minibatches": True}})
         >>> matched_arguments(config)
         ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '600', '--minibatch-iters', '40']
+        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs")
+        >>> matched_arguments(config)
+        ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '1024', '--minibatch-iters', '1']
     """
     train = config.train
+    options = config.algorithm.options
+    if algorithm_of(config) in REPLAY_ALGORITHMS:
+        frames = options.steps_per_iteration * train.num_envs  # type: ignore[attr-defined]
+        batch = options.minibatch_size  # type: ignore[attr-defined]
+        return [
+            *("--preset", "matched", "--frames-per-batch", str(frames)),
+            *("--n-envs", str(train.num_envs), "--minibatch-size", str(batch)),
+            *("--minibatch-iters", "1"),
+        ]
     frames = train.num_envs * train.rollout_steps
     if not train.iterate_all_minibatches or frames % train.minibatch_size:
         raise UserError(
@@ -121,6 +172,19 @@ def matched_arguments(config: MarlplugConfig) -> list[str]:
     ]
 
 
+def algorithm_of(config: MarlplugConfig) -> str:
+    """The config's algorithm by name."""
+    return config.algorithm.name
+
+
+def frames_per_iteration(config: MarlplugConfig) -> int:
+    """Frames (joint env steps) one iteration collects."""
+    if algorithm_of(config) in REPLAY_ALGORITHMS:
+        steps: int = config.algorithm.options.steps_per_iteration  # type: ignore[attr-defined]
+        return steps * config.train.num_envs
+    return config.train.num_envs * config.train.rollout_steps
+
+
 def marlplug_fps(config: MarlplugConfig) -> float:
     """marlplug's frames/s: the median iteration after the first, collection and update."""
     result = run_training(config)
@@ -134,7 +198,7 @@ def benchmarl_fps(
 ) -> dict[str, Any]:
     """BenchMARL's run with the same shape: its frames/s, and what it says about itself."""
     out = Path(folder) / f"benchmarl-{algorithm}.json"
-    frames = config.train.updates * config.train.num_envs * config.train.rollout_steps
+    frames = config.train.updates * frames_per_iteration(config)
     command = [
         str(python),
         str(anchor_script()),
@@ -202,7 +266,7 @@ def run_pairs(
                 {
                     "task": task,
                     "algorithm": algorithm,
-                    "frames_per_iteration": config.train.num_envs * config.train.rollout_steps,
+                    "frames_per_iteration": frames_per_iteration(config),
                     "iterations": iterations,
                     "threads": threads,
                     "trials": trials,
@@ -250,11 +314,12 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 @click.option(
     "--algorithm",
     "algorithms",
-    type=click.Choice(sorted(PPO_CRITICS)),
+    type=click.Choice([*PPO_CRITICS, *REPLAY_ALGORITHMS]),
     multiple=True,
     default=("mappo", "ippo"),
     show_default=True,
-    help="BenchMARL's algorithm, and marlplug PPO with the same critic (repeatable).",
+    help="BenchMARL's algorithm and marlplug's same one (mappo, ippo: PPO with a joint or local "
+    "critic); repeatable.",
 )
 @click.option("--iterations", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
