@@ -92,7 +92,11 @@ class ExperienceCollector:
         self.adapter = MultiAgentEnvAdapter(env)
         if [a.name for a in self.adapter.agents] != [a.name for a in program.agents]:
             raise ValueError("the program was bound to different agents than the env has")
-        self.env = TransformedEnv(env, StepCounter(max_steps=program.options.episode_length))
+        # auto_unwrap as TorchRL does by default (the counter joins a transformed env's own
+        # transforms), said explicitly: left unsaid, TorchRL warns at every run on vmas.
+        self.env = TransformedEnv(
+            env, StepCounter(max_steps=program.options.episode_length), auto_unwrap=True
+        )
         self.seed = seed
         self.program = program
         self.generator = torch.Generator().manual_seed(seed)
