@@ -138,7 +138,7 @@ def sweep_run(run: dict[str, Any]) -> dict[str, Any]:
     """One run as ``marlplug sweep``'s results file holds it (``marlplug-sweep/1``)."""
     final = run["evaluations"][-1]
     return {
-        "configuration": f"benchmarl-{run['algorithm']}",
+        "configuration": run.get("label") or f"benchmarl-{run['algorithm']}",
         "seed": run["seed"],
         "run_dir": "",
         "updates": len(run["iterations"]),
@@ -161,7 +161,7 @@ def sweep_run(run: dict[str, Any]) -> dict[str, Any]:
 
 def merge(results: Path, run: dict[str, Any]) -> None:
     """Add ``run`` to the results file ``results`` (made if missing), replacing its seed's run."""
-    name = f"benchmarl-{run['algorithm']}"
+    name = run.get("label") or f"benchmarl-{run['algorithm']}"
     data = (
         json.loads(results.read_text())
         if results.exists()
@@ -231,6 +231,13 @@ def experiment_config(args: argparse.Namespace) -> Any:
         config.off_policy_n_envs_per_worker = args.n_envs
         config.off_policy_train_batch_size = args.minibatch_size
         config.off_policy_n_optimizer_steps = args.minibatch_iters
+    if args.lr is not None:
+        config.lr = args.lr
+    if args.gamma is not None:
+        config.gamma = args.gamma
+    if args.clip_grad is not None:
+        config.clip_grad_norm = True
+        config.clip_grad_val = args.clip_grad
     config.evaluation_interval = args.evaluation_interval or config.collected_frames_per_batch(
         args.algorithm in {"mappo", "ippo"}
     )
@@ -249,9 +256,17 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=60)
     parser.add_argument("--minibatch-size", type=int, default=600)
     parser.add_argument("--minibatch-iters", type=int, default=40)
+    # marlplug's hyperparameters on BenchMARL (None: the preset's).
+    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--gamma", type=float, default=None)
+    parser.add_argument("--lmbda", type=float, default=None, help="GAE's lambda (MAPPO, IPPO)")
+    parser.add_argument("--clip-grad", type=float, default=None, help="gradient-norm clip")
     parser.add_argument("--evaluation-interval", type=int, default=0)
     parser.add_argument("--evaluation-episodes", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--label", help="the configuration's name in --results (benchmarl-ALGORITHM)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--results", type=Path)
     parser.add_argument("--merge", type=Path, nargs="*", default=[])
@@ -279,9 +294,12 @@ def main() -> None:
     global BenchmarlRecorder
     BenchmarlRecorder = type("BenchmarlRecorder", (Recorder, Callback), {})
     recorder = BenchmarlRecorder(args.wall_seconds)
+    algorithm_config = getattr(benchmarl.algorithms, ALGORITHMS[args.algorithm]).get_from_yaml()
+    if args.lmbda is not None:
+        algorithm_config.lmbda = args.lmbda
     experiment = Experiment(
         task=VmasTask[args.task.upper()].get_from_yaml(),
-        algorithm_config=getattr(benchmarl.algorithms, ALGORITHMS[args.algorithm]).get_from_yaml(),
+        algorithm_config=algorithm_config,
         model_config=MlpConfig.get_from_yaml(),
         critic_model_config=MlpConfig.get_from_yaml(),
         seed=args.seed,
@@ -298,15 +316,18 @@ def main() -> None:
         "anchor": f"BenchMARL {benchmarl.__version__} (torchrl {torchrl.__version__}, torch {torch.__version__})",
         "cpu": cpu_model(),
         "threads": args.threads,
+        "label": args.label,
         "task": args.task,
         "algorithm": args.algorithm,
         "seed": args.seed,
         "preset": args.preset,
+        "lmbda": getattr(algorithm_config, "lmbda", None),
         "settings": {
             key: getattr(config, key)
             for key in (
                 "gamma",
                 "lr",
+                "clip_grad_val",
                 "share_policy_params",
                 "on_policy_collected_frames_per_batch",
                 "on_policy_n_envs_per_worker",
