@@ -358,18 +358,49 @@ def rows_learning_q_learners() -> Iterator[str]:
 
 
 def rows_learning_q_updates() -> Iterator[str]:
-    """15k env steps: one update per 25 steps (the defaults) against one per 5 (VDN over three
-    seeds, IQL and QMIX seed 0 only)."""
+    """15k env steps: one update per 25 steps (the defaults) against one per 5 (VDN and IQL over
+    three seeds, QMIX seed 0 only)."""
     yield q_learner_row("`vdn`, 1 per 25 steps", "sweep_spread_vdn.json", "")
     yield q_learner_row(
         "`vdn`, 1 per 5 steps",
         "sweep_spread_vdn_updates5.json",
         improvement("sweep_spread_vdn_updates5.json", "sweep_spread_vdn.json"),
     )
-    yield q_learner_row("`iql`, 1 per 5 steps, seed 0", "sweep_spread_iql_updates5_seed0.json", "")
+    yield q_learner_row("`iql`, 1 per 25 steps", "sweep_spread_iql.json", "")
+    yield q_learner_row(
+        "`iql`, 1 per 5 steps",
+        "sweep_spread_iql_updates5.json",
+        improvement("sweep_spread_iql_updates5.json", "sweep_spread_iql.json"),
+    )
     yield q_learner_row(
         "`qmix`, 1 per 5 steps, seed 0", "sweep_spread_qmix_updates5_seed0.json", ""
     )
+
+
+#: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2.
+LBF_VDN = "sweep_lbf_8x8_2p_2f_coop_vdn.json"
+
+
+def rows_learning_lbf() -> Iterator[str]:
+    """Each seed's greedy team return on 100 final episodes and on the 20 of every periodic
+    evaluation (every 25k env steps), with the final returns' IQM."""
+    seeds = runs(LBF_VDN)
+    yield row(
+        "`vdn`, EPyMARL's settings",
+        f"[`{LBF_VDN}`](../data/{LBF_VDN})",
+        number(seeds[0].frames, digits=0),
+        " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
+        iqm(LBF_VDN, metric="return", digits=2),
+    )
+
+
+def rows_learning_lbf_curves() -> Iterator[str]:
+    for run in runs(LBF_VDN):
+        yield row(
+            str(run.seed),
+            *(number(point.mean, digits=2) for point in run.curve),
+            number(run.evaluation.mean, digits=2),
+        )
 
 
 # --- results/many-agents.md -------------------------------------------------------------------
@@ -575,6 +606,8 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
     "learning: Q-learners": ("learning.md", rows_learning_q_learners),
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
+    "learning: LBF": ("learning.md", rows_learning_lbf),
+    "learning: LBF curves": ("learning.md", rows_learning_lbf_curves),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
     "many agents: M = 32 choices": ("many-agents.md", rows_many_m32_choices),
