@@ -1,4 +1,4 @@
-"""docs/results/{index,speed,learning,many-agents}.md print their tables from the JSON under
+"""docs/results/{index,speed,learning,many-agents,benchmarl}.md print their tables from the JSON under
 docs/data/: each builder here makes a table's rows from its files (the sweeps' statistics through
 ``marlplug compare``'s own code, with its default seed and resamples), and the test checks that the
 page holds every row, cell for cell. A rerun that changes a JSON file fails here until the page
@@ -403,6 +403,29 @@ def rows_learning_lbf_curves() -> Iterator[str]:
         )
 
 
+#: MAgent2 battle 64 vs 64 (battle_64v64.yaml, seed 0): `marlplug evaluate --json` of the red army
+#: after update 50, against a uniform random blue army and against the run's update-20 checkpoint.
+BATTLE = (
+    ("uniform random (`--random-group blue`)", "battle_64v64_eval_random.json"),
+    ("the same run after update 20 (`--opponent`)", "battle_64v64_eval_early.json"),
+)
+
+
+def rows_learning_battle() -> Iterator[str]:
+    """Each evaluation's win rates and the agents alive at the end, the mean over its battles."""
+    for label, name in BATTLE:
+        result = load(name)
+        alive = {group: statistics.mean(n) for group, n in result["group_survivors"].items()}
+        yield row(
+            f"after update {result['updates']}",
+            label,
+            percent(result["win_rates"]["red"]),
+            percent(result["win_rates"]["blue"]),
+            number(alive["red"]),
+            number(alive["blue"]),
+        )
+
+
 # --- results/many-agents.md -------------------------------------------------------------------
 
 
@@ -587,6 +610,80 @@ def rows_many_every_algorithm() -> Iterator[str]:
             )
 
 
+# --- results/benchmarl.md ---------------------------------------------------------------------
+
+#: VMAS balance with BenchMARL's task settings, 360k frames, seeds 0-2: marlplug's sweep
+#: (balance_vmas_benchmarl.yaml), then BenchMARL 1.5.2's runs (scripts/anchors/benchmarl_vmas.py).
+BENCHMARL_BALANCE = (
+    ("marlplug PPO, `balance_vmas_benchmarl.yaml`", "sweep_balance_vmas_benchmarl.json"),
+    ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_balance_mappo.json"),
+    ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_balance_ippo.json"),
+)
+#: BenchMARL's MAPPO with marlplug's settings where it has them, 120k frames, seed 0.
+BENCHMARL_MARLPLUG_SETTINGS = "benchmarl_balance_mappo_marlplug_settings.json"
+#: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms.
+BENCHMARL_SPEED = ("benchmarl_speed_balance_ppo.json", "benchmarl_speed_balance_replay.json")
+
+
+def rows_benchmarl_balance() -> Iterator[str]:
+    """Each side's final team return per seed, their IQM, and P(marlplug beats a run of it)."""
+    ours = BENCHMARL_BALANCE[0][1]
+    for label, name in BENCHMARL_BALANCE:
+        beats = ""
+        if name != ours:
+            (value,) = comparison(name, ours, metric="return").improvement.values()
+            beats = estimate(value, digits=2)
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            " / ".join(returns(name)),
+            iqm(name, metric="return", digits=1),
+            beats,
+        )
+
+
+def rows_benchmarl_balance_curves() -> Iterator[str]:
+    """Each side's periodic evaluations, the mean over its seeds, every 60k frames."""
+    for label, name in BENCHMARL_BALANCE:
+        points = zip(*(run.curve for run in runs(name)), strict=True)
+        yield row(label, *(number(statistics.mean(p.mean for p in point)) for point in points))
+
+
+def rows_benchmarl_settings() -> Iterator[str]:
+    """Team return at 60k and 120k frames: marlplug's three seeds (their 20-episode periodic
+    evaluations) and BenchMARL's MAPPO with marlplug's settings (100 episodes)."""
+    for label, name in (
+        ("marlplug PPO, seeds 0 / 1 / 2", BENCHMARL_BALANCE[0][1]),
+        ("BenchMARL MAPPO, marlplug's settings, seed 0", BENCHMARL_MARLPLUG_SETTINGS),
+    ):
+        seeds = runs(name)
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            *(
+                " / ".join(
+                    number(point.mean)
+                    for run in seeds
+                    for point in run.curve
+                    if point.frames == frames
+                )
+                for frames in (60_000, 120_000)
+            ),
+        )
+
+
+def rows_benchmarl_speed() -> Iterator[str]:
+    for name in BENCHMARL_SPEED:
+        for result in load(name):
+            yield row(
+                f"`{result['algorithm']}`",
+                number(result["frames_per_iteration"], digits=0),
+                number(result["marlplug_fps"], digits=0),
+                number(result["benchmarl_fps"], digits=0),
+                f"{result['ratio']:.2f}×",
+            )
+
+
 #: Every table the pages print from docs/data, by the page that prints it.
 TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "index headlines": ("index.md", rows_index_headlines),
@@ -608,6 +705,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
     "learning: LBF": ("learning.md", rows_learning_lbf),
     "learning: LBF curves": ("learning.md", rows_learning_lbf_curves),
+    "learning: MAgent2 battle": ("learning.md", rows_learning_battle),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
     "many agents: M = 32 choices": ("many-agents.md", rows_many_m32_choices),
@@ -619,6 +717,10 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "many agents: step and penalty at 64 and 128": ("many-agents.md", rows_many_loss_m64),
     "many agents: MADDPG": ("many-agents.md", rows_many_maddpg),
     "many agents: every algorithm": ("many-agents.md", rows_many_every_algorithm),
+    "benchmarl: balance": ("benchmarl.md", rows_benchmarl_balance),
+    "benchmarl: balance curves": ("benchmarl.md", rows_benchmarl_balance_curves),
+    "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
+    "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),
 }
 
 
@@ -631,7 +733,7 @@ def test_the_page_prints_its_data(name: str) -> None:
 
 
 def test_every_data_file_a_results_page_links_exists() -> None:
-    for page in ("index.md", "speed.md", "learning.md", "many-agents.md"):
+    for page in ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md"):
         text = (RESULTS / page).read_text()
         for start in [i for i in range(len(text)) if text.startswith("../data/", i)]:
             name = text[start + len("../data/") :].split(")")[0].split("`")[0]
