@@ -63,12 +63,18 @@ def benchmarl_version(python: Path) -> str:
     Raises:
         UserError: ``python`` cannot import BenchMARL (one line, with how to make its venv).
     """
-    probe = subprocess.run(
-        [str(python), "-c", "import benchmarl; print(benchmarl.__version__)"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        probe = subprocess.run(
+            [str(Path(python).absolute()), "-c", "import benchmarl; print(benchmarl.__version__)"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:  # not a file, not executable, not a program at all
+        raise UserError(
+            f"--python: {python} cannot be run ({error.strerror}); give the bin/python of the "
+            "virtualenv `bash scripts/anchors/setup_benchmarl.sh` makes"
+        ) from None
     if probe.returncode != 0:
         raise UserError(
             f"--python: {python} cannot import benchmarl; make its own virtualenv with "
@@ -143,7 +149,7 @@ def matched_arguments(config: MarlplugConfig) -> list[str]:
     """
     train = config.train
     options = config.algorithm.options
-    if algorithm_of(config) in REPLAY_ALGORITHMS:
+    if config.algorithm.name in REPLAY_ALGORITHMS:
         frames = options.steps_per_iteration * train.num_envs  # type: ignore[attr-defined]
         batch = options.minibatch_size  # type: ignore[attr-defined]
         return [
@@ -172,14 +178,9 @@ def matched_arguments(config: MarlplugConfig) -> list[str]:
     ]
 
 
-def algorithm_of(config: MarlplugConfig) -> str:
-    """The config's algorithm by name."""
-    return config.algorithm.name
-
-
 def frames_per_iteration(config: MarlplugConfig) -> int:
     """Frames (joint env steps) one iteration collects."""
-    if algorithm_of(config) in REPLAY_ALGORITHMS:
+    if config.algorithm.name in REPLAY_ALGORITHMS:
         steps: int = config.algorithm.options.steps_per_iteration  # type: ignore[attr-defined]
         return steps * config.train.num_envs
     return config.train.num_envs * config.train.rollout_steps

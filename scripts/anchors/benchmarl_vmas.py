@@ -71,8 +71,8 @@ def cpu_model() -> str:
     return f"{name} (family {fields.get('cpu family')}, model {fields.get('model')})"
 
 
-def team_returns(rollout: Any, groups: list[str]) -> list[float]:
-    """Each episode's team return: rewards summed over agents and over the steps up to its end.
+def team_return(rollout: Any, groups: list[str]) -> float:
+    """An episode's team return: rewards summed over agents and over the steps up to its end.
 
     ``rollout`` is one evaluation episode (BenchMARL's test env runs each to ``max_steps`` without
     stopping at done, so the steps after the first done are cut here).
@@ -86,7 +86,7 @@ def team_returns(rollout: Any, groups: list[str]) -> list[float]:
         done = done.reshape(done.shape[0], -1).any(-1)
         ended = torch.cumsum(done.int(), 0) - done.int()  # steps after the first done are > 0
         total = total + reward.sum(dim=(-2, -1))[ended == 0].sum()
-    return [float(total)]
+    return float(total)
 
 
 class Recorder:
@@ -114,7 +114,7 @@ class Recorder:
 
     def on_evaluation_end(self, rollouts: list[Any]) -> None:
         groups = list(self.experiment.group_map)
-        returns = [value for rollout in rollouts for value in team_returns(rollout, groups)]
+        returns = [team_return(rollout, groups) for rollout in rollouts]
         tensor = torch.tensor(returns)
         self.evaluations.append(
             {

@@ -14,7 +14,14 @@ from types import ModuleType
 import torch
 from tensordict import TensorDict
 
-from marlplug.bench.benchmarl import ANCHOR_SCRIPT, anchor_script, marlplug_fps, task_config
+from marlplug.bench.benchmarl import (
+    ANCHOR_SCRIPT,
+    anchor_script,
+    frames_per_iteration,
+    marlplug_fps,
+    matched_arguments,
+    task_config,
+)
 from marlplug.experiments.compare import compare, gather
 from marlplug.experiments.results import load_results
 
@@ -57,7 +64,7 @@ def test_team_return_sums_agents_and_steps_up_to_the_episode_end() -> None:
     reward = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [100.0, 100.0]]).unsqueeze(-1)
     done = torch.tensor([False, False, True, True]).unsqueeze(-1)
     rollout = TensorDict({"next": {"agents": {"reward": reward}, "done": done}}, batch_size=[4])
-    assert runner().team_returns(rollout, ["agents"]) == [21.0]
+    assert runner().team_return(rollout, ["agents"]) == 21.0
 
 
 def test_runs_merge_into_a_results_file_that_compare_reads(tmp_path: Path) -> None:
@@ -100,6 +107,33 @@ def test_runs_merge_into_a_results_file_that_compare_reads(tmp_path: Path) -> No
     assert comparison.seeds["benchmarl-mappo"] == [0, 1]
 
 
+def test_a_python_that_is_not_a_program_is_one_line_with_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "marlplug.cli.main", "bench", "benchmarl", "--python", "README.md"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: --python: README.md cannot be run"), lines[0]
+
+
+def test_both_sides_get_the_same_iteration_shape() -> None:
+    ppo = task_config("balance", "mappo", iterations=2, threads=1, folder="runs")
+    assert (ppo.env.agents, ppo.env.model_dump()["package_mass"]) == (4, 5)
+    # 6,000 frames an iteration, 4 epochs of 10 minibatches of 600: 40 optimizer steps.
+    assert matched_arguments(ppo) == [
+        *("--preset", "matched", "--frames-per-batch", "6000", "--n-envs", "60"),
+        *("--minibatch-size", "600", "--minibatch-iters", "40"),
+    ]
+    replay = task_config("balance", "masac", iterations=2, threads=1, folder="runs")
+    assert replay.env.continuous_actions is True
+    assert frames_per_iteration(replay) == 6000
+
+
 def test_marlplug_side_trains_the_task_config(tmp_path: Path) -> None:
     config = task_config("balance", "ippo", iterations=2, threads=1, folder=str(tmp_path))
     assert config.algorithm.options.critic == "local"
@@ -111,3 +145,5 @@ def test_marlplug_side_trains_the_task_config(tmp_path: Path) -> None:
         }
     )
     assert marlplug_fps(small) > 0
+    # The run it timed is a real one: its checkpoint holds both updates.
+    assert len(list(tmp_path.rglob("*.pt"))) >= 1
