@@ -345,7 +345,7 @@ class JointPPOLoss(TorchRLConventions, LossModule):
         ratio = joined("ratio")
         out.set("ESS", diagnostic("ess"))
         out.set("kl_approx", diagnostic("kl_approx").mean())
-        out.set("max_ratio", ratio.max())  # a dead row's ratio reads 1
+        out.set("max_ratio", ratio.max() if weight is None else _alive_max(ratio, weight))
         out.set(
             "mean_ratio",
             ratio.mean()
@@ -395,6 +395,19 @@ class JointPPOLoss(TorchRLConventions, LossModule):
                 n_agents = int(params[0].shape[0])
             slices.extend((group, index) for index in range(n_agents))
         return slices
+
+
+def _alive_max(ratio: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The largest ratio of an alive row (a dead row's reads 1 and is no sample); 1 when no row is
+    alive.
+
+    Examples:
+        >>> _alive_max(torch.tensor([[0.5, 1.0]]), torch.tensor([[1.0, 0.0]]))
+        tensor(0.5000)
+    """
+    alive = weight > 0
+    # Ratios are positive: 0 on the dead rows leaves the alive rows' maximum.
+    return torch.where(alive.any(), ratio.masked_fill(~alive, 0.0).max(), 1.0)
 
 
 def _require(value: torch.Tensor | None, key: NestedKey) -> torch.Tensor:

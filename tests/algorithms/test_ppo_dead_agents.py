@@ -165,3 +165,21 @@ def test_ppo_trains_on_battle_with_shared_parameters(tmp_path: Path) -> None:
             if slot.key[0] == "actor_networks":
                 columns = rows[:, slot.start : slot.stop]
                 assert torch.equal(columns, columns[:1].expand_as(columns)), slot.key
+
+
+def test_max_ratio_reads_the_alive_rows_alone(fight: tuple[PpoProgram, TensorDictBase]) -> None:
+    program, rollout = fight
+    batch = rollout.exclude("next").clone()
+    loss = program.loss
+    with torch.no_grad():
+        for group in loss.groups:
+            actor = loss.actor_networks[group]
+            log_prob = actor.get_dist(batch.select(*actor.in_keys)).log_prob(
+                batch.get((group, "action"))
+            )
+            # Every action was likelier under the old policy: every ratio is exp(-0.5) < 1.
+            key = in_group(loss.tensor_keys.sample_log_prob, group, loss.groups)
+            batch.set(key, log_prob + 0.5)
+        out = loss(batch)
+    # A dead row's ratio reads 1: counted, it would be the maximum.
+    torch.testing.assert_close(out["max_ratio"], torch.tensor(math.exp(-0.5)))
