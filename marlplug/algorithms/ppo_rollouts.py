@@ -27,6 +27,7 @@ from marlplug.envs.layout import read_layout
 from marlplug.envs.transformed import with_policy_transforms
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
+from marlplug.losses.ppo_keys import in_group
 from marlplug.nn.actor_critic import OBSERVATION
 from marlplug.nn.obs_norm import ObservationNormalizer, observation_normalizers
 from marlplug.seeding import derive_seed
@@ -202,14 +203,16 @@ class PpoRollouts:
 
     def _fold_observations(self, rollout: TensorDictBase) -> dict[str, torch.Tensor]:
         """Fold ``rollout``'s observations into every normalizer of the loss (the actor's and the
-        critic's of a group get the same statistics); group -> the new statistics."""
+        critic's of a group get the same statistics); group -> the new statistics. Where a group
+        has the loss's dead-agent ``mask``, only the rows of agents in play count."""
         stats = {}
         for group, normalizers in self._normalizers.items():
             if not normalizers:
                 continue
             observations = rollout.get((group, OBSERVATION))
+            alive = rollout.get(in_group(self.loss.tensor_keys.mask, group, self.loss.groups), None)
             for normalizer in normalizers:
-                normalizer.update(observations)
+                normalizer.update(observations, alive)
             stats[group] = normalizers[0].stats.detach().clone()
         return stats
 

@@ -7,7 +7,8 @@ wrapped in :class:`ObservationNormalized`). Its state is one stacked per-agent p
 (``[n_agents, 2 * observation_dim + 1]``: mean, variance, count), so it travels in each agent's
 ``theta`` row with the weights (checkpoints, resume, coded learners, evaluation) and never receives
 a gradient. PPO's rollout source folds every rollout's observations into it before the update
-(:meth:`ObservationNormalizer.update`); nothing else changes it.
+(:meth:`ObservationNormalizer.update`), the alive agents' rows only where agents die; nothing else
+changes it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,20 @@ EPSILON = 1e-8
 
 
 def merged_moments(
-    mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor, rows: torch.Tensor
+    mean: torch.Tensor,
+    var: torch.Tensor,
+    count: torch.Tensor,
+    rows: torch.Tensor,
+    weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The exact mean, (population) variance and count of the values summarized by ``(mean, var,
     count)`` together with ``rows`` (``[n, *shape]``, each of the others ``[*shape]`` or ``[*shape,
     1]`` for the count): Chan et al.'s parallel update, SB3's ``RunningMeanStd``. Compute it in
     float64 where the count grows into the millions.
+
+    ``weight`` (0/1, ``rows``' shape or broadcastable to it, e.g. ``[n, n_agents, 1]``) merges only
+    the rows where it is 1, each column its own count (dead agents' rows of a battle); a column
+    with no such row keeps its moments.
 
     Examples:
         >>> mean, var, count = torch.zeros(1), torch.ones(1), torch.zeros(1)  # nothing seen yet
@@ -37,15 +46,28 @@ def merged_moments(
         ([2.0], [1.0], [2.0])
         >>> [t.tolist() for t in merged_moments(mean, var, count, torch.tensor([[5.0], [7.0]]))]
         [[4.0], [5.0], [4.0]]
+        >>> rows, weight = torch.tensor([[5.0], [99.0], [7.0]]), torch.tensor([[1.0], [0.0], [1.0]])
+        >>> [t.tolist() for t in merged_moments(mean, var, count, rows, weight)]  # 99 left out
+        [[4.0], [5.0], [4.0]]
     """
-    batch_count = float(rows.shape[0])
-    batch_mean = rows.mean(0)
-    batch_var = rows.var(0, correction=0)
+    if weight is None:
+        batch_count: torch.Tensor | float = float(rows.shape[0])
+        batch_mean = rows.mean(0)
+        batch_var = rows.var(0, correction=0)
+    else:
+        weight = weight.to(rows.dtype)
+        batch_count = weight.sum(0)
+        batch_mean = (rows * weight).sum(0) / batch_count.clamp(min=1.0)
+        batch_var = ((rows - batch_mean) ** 2 * weight).sum(0) / batch_count.clamp(min=1.0)
     total = count + batch_count
     delta = batch_mean - mean
     new_mean = mean + delta * (batch_count / total)
     spread = count * var + batch_count * batch_var + delta**2 * count * batch_count / total
-    return new_mean, spread / total, total
+    if weight is None:
+        return new_mean, spread / total, total
+    # A column with no row in play keeps its moments (0 / 0 there otherwise).
+    seen = torch.as_tensor(batch_count) > 0
+    return torch.where(seen, new_mean, mean), torch.where(seen, spread / total, var), total
 
 
 class ObservationNormalizer(nn.Module):
@@ -107,12 +129,15 @@ class ObservationNormalizer(nn.Module):
         return standardized.clamp(-self.clip, self.clip)
 
     @torch.no_grad()
-    def update(self, observations: torch.Tensor) -> None:
-        """Fold observations (``[*batch, n_agents, d]``) into the statistics, in place."""
+    def update(self, observations: torch.Tensor, alive: torch.Tensor | None = None) -> None:
+        """Fold observations (``[*batch, n_agents, d]``) into the statistics, in place; with
+        ``alive`` (bool, ``[*batch, n_agents]``: TorchRL's dead-agent ``mask``) only the rows of
+        agents in play (a dead agent's observation is whatever the env writes for it)."""
         # float64 for the merge: the count grows into the millions over a run.
         rows = observations.detach().reshape(-1, self.n_agents, self.observation_dim).double()
         mean, var, count = (part.double() for part in self.moments())
-        new_mean, new_var, total = merged_moments(mean, var, count, rows)
+        weight = None if alive is None else alive.reshape(-1, self.n_agents, 1)
+        new_mean, new_var, total = merged_moments(mean, var, count, rows, weight)
         self.stats.copy_(torch.cat([new_mean, new_var, total], dim=-1).to(self.stats.dtype))
 
     def extra_repr(self) -> str:

@@ -16,6 +16,8 @@ from marlplug.algorithms.ppo_program import PpoProgram
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.losses.ppo_keys import in_group
+from marlplug.nn.actor_critic import OBSERVATION
+from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.train.run import run_training
 from tests.torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
 
@@ -30,11 +32,19 @@ CLOSE_IN = {"red": 7, "blue": 6}
 ATTACKS = (13, 21)
 
 
-def _config(tmp_path: Path | None = None, **train: int) -> MarlplugConfig:
+def _config(
+    tmp_path: Path | None = None, algorithm: dict[str, object] | None = None, **train: int
+) -> MarlplugConfig:
     train = {"rollout_steps": 70, "minibatch_size": 70, "n_epochs": 1, **train}
     data: dict[str, object] = {
         "env": {**BATTLE, "max_steps": train["rollout_steps"]},
-        "algorithm": {"name": "ppo", "hidden_size": 16, "feature_dim": 8, "share_params": True},
+        "algorithm": {
+            "name": "ppo",
+            "hidden_size": 16,
+            "feature_dim": 8,
+            "share_params": True,
+            **(algorithm or {}),
+        },
         "train": train,
     }
     if tmp_path is not None:
@@ -183,3 +193,38 @@ def test_max_ratio_reads_the_alive_rows_alone(fight: tuple[PpoProgram, TensorDic
         out = loss(batch)
     # A dead row's ratio reads 1: counted, it would be the maximum.
     torch.testing.assert_close(out["max_ratio"], torch.tensor(math.exp(-0.5)))
+
+
+def test_observation_statistics_read_the_alive_rows_alone(
+    fight: tuple[PpoProgram, TensorDictBase],
+) -> None:
+    _, rollout = fight
+    env = make_env("battle", backend="pettingzoo", map_size=16, max_steps=70, seed=0)
+    config = _config(algorithm={"obs_norm": True})
+    algorithm = PPO(hidden_size=16, feature_dim=8, share_params=True, obs_norm=True)
+    program = algorithm.bind(env, config)
+    source = algorithm.rollouts(env, program, config)
+    try:
+        next(source.minibatches(rollout.clone(), 0))  # folds the rollout's observations in
+    finally:
+        source.close()
+    checked = 0
+    for group in program.loss.groups:
+        alive = rollout.get((group, "mask"))
+        observations = rollout.get((group, OBSERVATION)).reshape(*alive.shape, -1).double()
+        networks = (program.loss.actor_networks[group], program.loss.critic_networks[group])
+        normalizers = [norm for net in networks for norm in observation_normalizers(net)]
+        assert len(normalizers) == 2
+        for normalizer in normalizers:
+            mean, var, count = normalizer.moments()
+            for agent in range(alive.shape[-1]):
+                rows = observations[alive[:, agent], agent]
+                assert int(count[agent]) == rows.shape[0]
+                torch.testing.assert_close(mean[agent], rows.mean(0).float())
+                torch.testing.assert_close(var[agent], rows.var(0, correction=0).float())
+                if rows.shape[0] < alive.shape[0]:
+                    # With the dead rows (zeros) the mean would be another.
+                    every_row = observations[:, agent].mean(0).float()
+                    assert not torch.allclose(mean[agent], every_row)
+                    checked += 1
+    assert checked >= 4  # at least one dead agent a group, in the actor's and the critic's
