@@ -36,7 +36,8 @@ _SAMPLER_SALT = 12
 
 class ReplayOptions(Protocol):
     """The options the replay side reads (:class:`~marlplug.algorithms.maddpg_options.MaddpgOptions`
-    has them, and so does any off-policy algorithm's)."""
+    has them, and so does any off-policy algorithm's), and optionally ``updates_per_iteration``
+    (absent: one update an iteration, see :meth:`ReplayRollouts.batches`)."""
 
     @property
     def minibatch_size(self) -> int: ...
@@ -248,8 +249,11 @@ class ExperienceCollector:
 
 class ReplayRollouts:
     """Off-policy minibatches: per iteration, ``steps_per_iteration`` env steps with the current
-    actors into the replay buffer, then one seeded minibatch (one update round) once the buffer
-    holds enough transitions.
+    actors into the replay buffer, then ``updates_per_iteration`` seeded minibatches (each one
+    update round: one update of every agent) once the buffer holds enough transitions.
+
+    Each minibatch is drawn when the loop asks for it, after the previous round: the sampler's
+    stream is the same whatever the rounds do, and a checkpoint (between iterations) holds it.
 
     Args:
         env: the env (batched over ``train.num_envs`` copies, or a single one).
@@ -269,6 +273,10 @@ class ReplayRollouts:
         >>> theta, _ = program.init_state(0)
         >>> [len(list(source.batches(theta, i))) for i in range(3)]
         [0, 1, 1]
+        >>> algorithm = MADDPG(**{**config.algorithm.options.model_dump(), "updates_per_iteration": 3})
+        >>> source = algorithm.rollouts(env, algorithm.bind(env, config), config)
+        >>> [len(list(source.batches(theta, i))) for i in range(3)]
+        [0, 3, 3]
     """
 
     #: What collects and samples (a subclass may store other items, e.g. sequences).
@@ -290,9 +298,12 @@ class ReplayRollouts:
         self._stats: dict[str, Any] = {}
 
     def batches(self, theta_all: torch.Tensor, iteration: int) -> Iterator[TensorDictBase]:
-        """Collect this iteration's steps with ``theta_all``'s actors; yield one minibatch once the
-        buffer is ready (``learning_starts``)."""
+        """Collect this iteration's steps with ``theta_all``'s actors; yield
+        ``updates_per_iteration`` minibatches once the buffer is ready (``learning_starts``)."""
         del iteration  # the collector and the sampler carry their own streams
+        # A plugin's options written before the option (the example linear_iql's) update once an
+        # iteration, as every replay-based algorithm did then.
+        updates = getattr(self.program.options, "updates_per_iteration", 1)
         seen = len(self.collector.episode_returns)
         start = time.perf_counter()
         self.collector.collect(theta_all, self.program.options.steps_per_iteration)
@@ -304,7 +315,8 @@ class ReplayRollouts:
             "collect_s": time.perf_counter() - start,
         }
         if self.collector.ready():
-            yield self.collector.sample(self.sampler)
+            for _ in range(updates):
+                yield self.collector.sample(self.sampler)
 
     def sync(self, theta_all: torch.Tensor) -> None:
         """Nothing to do: the next :meth:`batches` acts with the state it is given."""

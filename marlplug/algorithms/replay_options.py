@@ -51,7 +51,15 @@ _SCHEDULE_FIELDS: dict[str, dict[str, Any]] = {
     "steps_per_iteration": {
         "ge": 1,
         "le": 10**7,
-        "description": "Environment steps between two updates (one update each).",
+        "description": "Environment steps (in each env copy) an iteration collects before its "
+        "updates.",
+    },
+    "updates_per_iteration": {
+        "ge": 1,
+        "le": 10**6,
+        "description": "Updates after each iteration's collection, once learning starts, each on "
+        "its own minibatch (BenchMARL's off_policy_n_optimizer_steps). train.updates counts "
+        "iterations: a run makes up to train.updates x updates_per_iteration updates.",
     },
     "learning_starts": {
         "ge": 1,
@@ -72,8 +80,8 @@ def schedule_field(name: str, default: int) -> Any:
 
 
 class ReplayOptions(Options):
-    """The options every replay-based algorithm has: discount, hidden widths, episode length, and
-    a memory estimate from the replay buffer and the agents' state (:meth:`state_bytes`).
+    """The options every replay-based algorithm has: discount, hidden widths, episode length, the
+    updates an iteration makes (``updates_per_iteration``), and a memory estimate from the replay buffer and the agents' state (:meth:`state_bytes`).
 
     Subclasses add their own learning rate, clip, target update and replay schedule
     (:func:`schedule_field`).
@@ -92,6 +100,8 @@ class ReplayOptions(Options):
     )
     episode_length: int = Field(25, ge=1, le=10**6, description="Steps per episode.")
     buffer_size: int = schedule_field("buffer_size", 1_000_000)
+    # One update an iteration is every algorithm's default: the same rate as before the option.
+    updates_per_iteration: int = schedule_field("updates_per_iteration", 1)
 
     @field_validator("hidden_sizes")
     @classmethod

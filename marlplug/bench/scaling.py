@@ -18,8 +18,9 @@ shares, runs once per frame instead of once per agent.
 action: ``critic`` is ``joint``), and every other replay-based algorithm (``iddpg``, ``iql``,
 ``vdn``, ``qmix``, ``isac``, ``masac``) the same config with ``algorithm.name`` set, so its own
 defaults (networks, learning rate) apply; the Q-learners act on VMAS's discrete moves. An iteration
-takes ``algorithm.steps_per_iteration`` steps in each copy, then makes one update of
-``algorithm.minibatch_size`` transitions: the steps are ``--rollout-steps``, raised where needed so
+takes ``algorithm.steps_per_iteration`` steps in each copy, then makes
+``algorithm.updates_per_iteration`` updates (1 in the packaged config; ``--set`` changes it) of
+``algorithm.minibatch_size`` transitions each: the steps are ``--rollout-steps``, raised where needed so
 that one iteration collects at least one minibatch (default: just that, at least one step per copy),
 and learning starts after the first iteration's collection (``algorithm.learning_starts``), so every
 timed iteration learns. The replay buffer holds the whole run. Replay-based algorithms act and learn

@@ -166,9 +166,11 @@ def test_epsilon_decays_linearly_in_env_steps() -> None:
     assert [options.epsilon(s) for s in (0, 20, 40, 41)] == [0.5, pytest.approx(0.3), 0.1, 0.1]
 
 
-def test_iql_trains_and_resumes_bit_identically(tmp_path: Path) -> None:
+@pytest.mark.parametrize("updates_per_iteration", [1, 3])
+def test_iql_trains_and_resumes_bit_identically(tmp_path: Path, updates_per_iteration: int) -> None:
     overrides = [
         "algorithm.name=iql",
+        f"algorithm.updates_per_iteration={updates_per_iteration}",
         "algorithm.minibatch_size=16",
         "algorithm.learning_starts=25",
         "algorithm.hidden_sizes=[16]",
@@ -183,7 +185,8 @@ def test_iql_trains_and_resumes_bit_identically(tmp_path: Path) -> None:
     resumed = run(config, run_dir=tmp_path / "resumed", resume_dir=tmp_path / "resumed")
     assert torch.equal(resumed.theta, whole.theta)
     assert torch.equal(resumed.opt_state, whole.opt_state)
-    assert whole.opt_state[:, -1].tolist() == [4.0, 4.0]  # an update every iteration
+    # updates_per_iteration updates every iteration (Adam's step count)
+    assert whole.opt_state[:, -1].tolist() == [4.0 * updates_per_iteration] * 2
 
 
 LBF = "Foraging-8x8-2p-2f-coop-v3"

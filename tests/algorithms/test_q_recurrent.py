@@ -217,13 +217,14 @@ def test_a_gru_run_resumes_bit_identically_and_marlplug_evaluate_runs_it(
 ) -> None:
     # 4-step chunks of 10-step iterations: a chunk may span two iterations. The first run stops
     # mid-episode (after step 5 of the second) and mid-chunk (2 steps pending); the resumed run
-    # continues both.
+    # continues both. Two updates an iteration: the resumed sampler draws every chunk as before.
     overrides = [
         *RUN,
         "algorithm.name=vdn",
         "algorithm.sequence_length=4",
         "algorithm.minibatch_size=20",
         "algorithm.steps_per_iteration=10",
+        "algorithm.updates_per_iteration=2",
         "train.updates=6",
         "train.checkpoint_every=3",
     ]
@@ -233,8 +234,8 @@ def test_a_gru_run_resumes_bit_identically_and_marlplug_evaluate_runs_it(
     resumed = run(config, run_dir=tmp_path / "resumed", resume_dir=tmp_path / "resumed")
     assert torch.equal(resumed.theta, whole.theta)
     assert torch.equal(resumed.opt_state, whole.opt_state)
-    # 25 steps to learn: 7 whole chunks (28 steps) after iteration 3, an update from then on.
-    assert whole.opt_state[:, -1].tolist() == [4.0, 4.0]
+    # 25 steps to learn: 7 whole chunks (28 steps) after iteration 3, two updates from then on.
+    assert whole.opt_state[:, -1].tolist() == [8.0, 8.0]
     result = run_cli("evaluate", str(tmp_path / "whole"), "--episodes", "2")
     assert result.exit_code == 0, result.err
     assert "return (summed over agents)" in result.out

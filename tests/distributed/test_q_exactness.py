@@ -6,6 +6,7 @@ update: a coded VDN run is refused in one line."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,21 @@ SIMULATED = [
 ]
 
 
-@pytest.mark.parametrize("share_params", [False, True])
-def test_coded_iql_ends_bit_identical_to_centralized(tmp_path: Path, share_params: bool) -> None:
+@pytest.mark.parametrize(
+    ("share_params", "updates_per_iteration"),
+    [(False, 1), (True, 1), (False, 3)],
+    ids=["own", "shared", "own-3-updates"],
+)
+def test_coded_iql_ends_bit_identical_to_centralized(
+    tmp_path: Path, share_params: bool, updates_per_iteration: int
+) -> None:
     def result(name: str, *extra: str) -> tuple[torch.Tensor, torch.Tensor]:
-        overrides = [*IQL, f"algorithm.share_params={str(share_params).lower()}", *extra]
+        overrides = [
+            *IQL,
+            f"algorithm.share_params={str(share_params).lower()}",
+            f"algorithm.updates_per_iteration={updates_per_iteration}",
+            *extra,
+        ]
         trained = run(load_config(data={}, overrides=overrides), run_dir=tmp_path / name)
         return trained.theta, trained.opt_state
 
@@ -47,7 +59,12 @@ def test_coded_iql_ends_bit_identical_to_centralized(tmp_path: Path, share_param
     coded = result("coded", "train.updates=4", *SIMULATED)
     assert torch.equal(coded[0], centralized[0])
     assert torch.equal(coded[1], centralized[1])
-    assert centralized[1][:, -1].tolist() == [3.0, 3.0, 3.0]  # three updates happened
+    # Three learning iterations, each of updates_per_iteration updates (Adam's step count) ...
+    assert centralized[1][:, -1].tolist() == [3.0 * updates_per_iteration] * 3
+    # ... and as many coded rounds, one rounds.csv row each.
+    with (tmp_path / "coded" / "rounds.csv").open(newline="") as handle:
+        iterations = [row["iteration"] for row in csv.DictReader(handle)]
+    assert iterations == ["0", *[str(i) for i in (1, 2, 3) for _ in range(updates_per_iteration)]]
     # The updates moved the rows: equal runs that did nothing would not pass.
     assert not torch.equal(result("before", "train.updates=2")[0], centralized[0])
 

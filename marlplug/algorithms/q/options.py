@@ -23,7 +23,8 @@ class QOptions(ReplayOptions):
     """Hyperparameters of Q-learning with per-agent Q-networks, replay and target networks.
 
     The defaults are BenchMARL's off-policy settings scaled to a short MPE run: a 25-step episode
-    per iteration, one minibatch update each, epsilon decaying over the first 50,000 env steps.
+    per iteration, one minibatch update each (``updates_per_iteration``), epsilon decaying over
+    the first 50,000 env steps.
     """
 
     lr: float = Field(5e-4, gt=0, description="Adam learning rate of the Q-networks.")

@@ -15,7 +15,7 @@ class SacOptions(ReplayOptions):
     """Soft actor-critic with per-agent twin critics, a TanhNormal actor and a learned temperature.
 
     The defaults suit a short MPE/VMAS run: a 25-step episode per iteration, one minibatch update
-    each, learning after 1,000 transitions.
+    each (``updates_per_iteration``), learning after 1,000 transitions.
     """
 
     lr: float = Field(1e-3, gt=0, description="Adam learning rate (actor, critics, temperature).")
