@@ -3,12 +3,20 @@
 An aux loss is registered through the ``marlplug_losses`` hook, declares its options in an ``Options``
 model and is called with ``features: list[Tensor]`` (one ``[B, d_i]`` tensor per agent, in the
 documented agent order: groups in ``env.group_map`` order, agents in group order). It returns a scalar.
+
+Where agents die (a group has TorchRL's dead-agent ``mask``: MAgent2 battle), a dead agent's rows
+hold features of whatever the env wrote for it. There the loss is also called with ``alive=``: one
+``[B]`` bool tensor per agent, True where the agent was in play on that row. A loss over several
+agents should read agent i on its alive rows only (the redundancy penalty computes each pair on
+the rows where both are alive). Without deaths ``alive`` is not passed, so a loss without the
+parameter works as before; on an env with deaths it is refused in one line rather than fed the
+dead rows silently.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -21,9 +29,12 @@ from marlplug.plugins import get_plugin_manager
 
 @runtime_checkable
 class AuxLossProtocol(Protocol):
-    """What :class:`marlplug.losses.JointPPOLoss` needs from an auxiliary loss."""
+    """What :class:`marlplug.losses.JointPPOLoss` needs from an auxiliary loss (``alive``: one
+    ``[B]`` bool per agent, passed only where agents die; see the module docstring)."""
 
-    def __call__(self, features: list[torch.Tensor]) -> torch.Tensor: ...
+    def __call__(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> torch.Tensor: ...
 
 
 class AuxLoss(nn.Module):
@@ -49,12 +60,17 @@ class AuxLoss(nn.Module):
     class Options(ConfigOptions):
         """No options by default."""
 
-    def forward(self, features: list[torch.Tensor]) -> torch.Tensor:
+    def forward(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
         raise NotImplementedError
 
-    def diagnostics(self, features: list[torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Detached statistics about ``features`` for logging; none by default."""
-        del features
+    def diagnostics(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Detached statistics about ``features`` (on each agent's ``alive`` rows where given) for
+        logging; none by default."""
+        del features, alive
         return {}
 
 
@@ -67,8 +83,58 @@ def _describe(name: str) -> str:
         return f"aux loss '{name}'"
 
 
-def call_aux_loss(name: str, aux: Any, features: list[torch.Tensor]) -> torch.Tensor:
-    """Call ``aux(features)`` and check it returned a float scalar tensor.
+def agents_alive(weights: list[tuple[int, torch.Tensor | None]]) -> list[torch.Tensor] | None:
+    """Each agent's ``[B]`` alive rows from every group's ``(n_agents, weight)`` (``weight``:
+    ``[B, n_agents]`` 0/1, or ``None`` for a group whose agents never die), in agent order;
+    ``None`` when no group has a weight (aux losses are then called without ``alive``).
+
+    Examples:
+        >>> alive = agents_alive([(1, None), (2, torch.tensor([[1.0, 0.0], [1.0, 1.0]]))])
+        >>> [a.tolist() for a in alive]
+        [[True, True], [True, True], [False, True]]
+        >>> agents_alive([(2, None)]) is None
+        True
+    """
+    if all(weight is None for _, weight in weights):
+        return None
+    known = next(weight for _, weight in weights if weight is not None)
+    alive: list[torch.Tensor] = []
+    for n_agents, weight in weights:
+        if weight is None:
+            every_row = torch.ones(known.shape[0], dtype=torch.bool, device=known.device)
+            alive.extend(every_row for _ in range(n_agents))
+        else:
+            alive.extend((weight > 0).unbind(-1))
+    return alive
+
+
+def call_with_alive(
+    name: str,
+    function: Callable[..., Any],
+    features: list[torch.Tensor],
+    alive: list[torch.Tensor] | None,
+) -> Any:
+    """``function(features)``, or ``function(features, alive=alive)`` where agents die; a loss (or
+    its ``diagnostics``) without an ``alive`` parameter is then a one-line :class:`UserError`."""
+    if alive is None:
+        return function(features)
+    try:
+        return function(features, alive=alive)
+    except TypeError as error:
+        if "alive" not in str(error):
+            raise
+        raise UserError(
+            f"{_describe(name)} takes no alive=: agents die in this env (a group has a dead-agent "
+            "mask), and without it their dead rows would count; give it a parameter "
+            "alive: list[Tensor] | None = None (docs/how-to/loss-plugin.md)"
+        ) from error
+
+
+def call_aux_loss(
+    name: str, aux: Any, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+) -> torch.Tensor:
+    """Call ``aux(features)`` (with ``alive=`` where agents die, :func:`call_with_alive`) and check
+    it returned a float scalar tensor.
 
     A wrong return type or shape, or an exception inside the aux loss, becomes a one-line
     :class:`UserError` naming the loss and the fix. (Non-finite values are the trainer's to report.)
@@ -80,9 +146,14 @@ def call_aux_loss(name: str, aux: Any, features: list[torch.Tensor]) -> torch.Te
         Traceback (most recent call last):
         ...
         marlplug.errors.UserError: aux loss 'mine' returned float; it must return a scalar float tensor (e.g. torch.stack(terms).sum(), not .item())
+        >>> call_aux_loss("mine", lambda features: features[0].sum(), [torch.ones(2, 3)],
+        ...               alive=[torch.tensor([True, False])])
+        Traceback (most recent call last):
+        ...
+        marlplug.errors.UserError: aux loss 'mine' takes no alive=: agents die in this env (a group has a dead-agent mask), and without it their dead rows would count; give it a parameter alive: list[Tensor] | None = None (docs/how-to/loss-plugin.md)
     """
     try:
-        value = aux(features)
+        value = call_with_alive(name, aux, features, alive)
     except UserError:
         raise
     except Exception as error:

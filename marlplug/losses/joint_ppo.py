@@ -18,7 +18,7 @@ from torchrl.objectives import LossModule
 from torchrl.objectives.utils import ValueEstimators
 
 from marlplug.errors import UserError
-from marlplug.losses.aux import AuxBackwardCheck, call_aux_loss
+from marlplug.losses.aux import AuxBackwardCheck, agents_alive, call_aux_loss, call_with_alive
 from marlplug.losses.ppo_keys import (
     AcceptedKeys,
     as_group_mapping,
@@ -48,7 +48,9 @@ class JointPPOLoss(TorchRLConventions, LossModule):
 
     Output: ``loss_objective``, ``loss_critic`` (× ``critic_coeff``), ``loss_entropy``
     (× ``-entropy_coeff``) reduced by ``reduction`` over rows and agents; one ``loss_<name>`` per aux
-    loss (**add it to your total**: :func:`sum_losses` sums every ``loss_*``); detached diagnostics
+    loss (**add it to your total**: :func:`sum_losses` sums every ``loss_*``; where a group has a
+    dead-agent ``mask`` the aux losses also get each agent's alive rows, :mod:`marlplug.losses.aux`),
+    detached diagnostics
     ``clip_fraction``, ``kl_approx``, ``entropy``, ``explained_variance``, ``ESS``, ``max_ratio``,
     ``mean_ratio`` (+ ``value_clip_fraction``), ``feature_abs_corr`` (mean ``|corr|`` between two
     agents' encoder features, :func:`~marlplug.losses.redundancy.mean_abs_correlation`), per agent under ``<group>`` and aux statistics under
@@ -352,12 +354,17 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             if weight is None
             else (ratio * weight).sum() / weight.sum().clamp(min=1.0),
         )
-        group_features = [f for g in self.groups if (f := terms[g]["features"]) is not None]
+        featured = [g for g in self.groups if terms[g]["features"] is not None]
+        group_features = [terms[g]["features"] for g in featured]
         features = [z for f in group_features for z in f.unbind(-2)]
+        # Each agent's alive rows, where agents die: aux losses read features on those alone.
+        alive = agents_alive(
+            [(terms[g]["features"].shape[-2], terms[g].get("weight")) for g in featured]
+        )
         if len(features) >= 2:
             # What the redundancy penalty acts on, logged with or without it (docs/concepts/joint-ppo.md).
-            out.set("feature_abs_corr", mean_abs_correlation(group_features))
-        self._add_aux(out, features)
+            out.set("feature_abs_corr", mean_abs_correlation(group_features, alive=alive))
+        self._add_aux(out, features, alive)
         for group in self.groups:
             stats = {
                 name.removeprefix("diag/"): value
@@ -367,14 +374,16 @@ class JointPPOLoss(TorchRLConventions, LossModule):
             out.set(group, TensorDict(stats, batch_size=[terms[group]["objective"].shape[-1]]))
         return out
 
-    def _add_aux(self, out: TensorDict, features: list[torch.Tensor]) -> None:
+    def _add_aux(
+        self, out: TensorDict, features: list[torch.Tensor], alive: list[torch.Tensor] | None
+    ) -> None:
         aux_values: dict[str, torch.Tensor] = {}
         for name, aux in self.aux_losses.items():
-            aux_values[f"loss_{name}"] = call_aux_loss(name, aux, features)
+            aux_values[f"loss_{name}"] = call_aux_loss(name, aux, features, alive)
             out.set(f"loss_{name}", aux_values[f"loss_{name}"])
             report = getattr(aux, "diagnostics", None)
             if callable(report):
-                for stat, value in report(features).items():
+                for stat, value in call_with_alive(name, report, features, alive).items():
                     out.set(("aux_stats", name, stat), torch.as_tensor(value).detach())
         self._aux_check.arm(out.get("loss_objective"), aux_values)
 

@@ -17,7 +17,13 @@ from pydantic import Field
 from torch.autograd.function import once_differentiable
 
 from marlplug.errors import UserError
+from marlplug.losses.alive_pairs import (
+    alive_dead_features,
+    alive_mean_abs_correlation,
+    redundancy_alive_pairs,
+)
 from marlplug.losses.aux import AuxLoss
+from marlplug.losses.standardize import column_mean_var, standardize_columns
 from marlplug.options import Options as ConfigOptions
 
 PairReduction = Literal["sum", "mean"]
@@ -30,23 +36,6 @@ def _check_features(features: list[torch.Tensor]) -> None:
     if any(z.ndim != 2 for z in features) or len(rows) != 1:
         shapes = [tuple(z.shape) for z in features]
         raise UserError(f"redundancy: expected [B, d_i] features with the same B, got {shapes}")
-
-
-def column_mean_var(features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each column's mean and population variance over the rows (dim 0): ``[1, d]`` each for
-    ``[B, d]`` features, ``[1, M, d]`` for a group's ``[B, M, d]``.
-
-    Two plain passes; ``torch.var_mean(dim=0)`` on a wide ``[B, d]`` matrix was 2-6x slower on CPU
-    (``[1000, 2048]``, torch 2.13).
-    """
-    mean = features.mean(dim=0, keepdim=True)
-    return mean, (features - mean).square().mean(dim=0, keepdim=True)
-
-
-def standardize_columns(features: torch.Tensor, eps: float) -> torch.Tensor:
-    """``(Z - mean) / sqrt(var + eps)`` per column (over dim 0) with the population variance."""
-    mean, var = column_mean_var(features)
-    return (features - mean) * torch.rsqrt(var + eps)
 
 
 def _reduce_pairs(
@@ -240,7 +229,11 @@ CORRELATION_ROWS = 1024
 
 @torch.no_grad()
 def mean_abs_correlation(
-    features: Sequence[torch.Tensor], *, eps: float = 1e-5, max_rows: int = CORRELATION_ROWS
+    features: Sequence[torch.Tensor],
+    *,
+    eps: float = 1e-5,
+    max_rows: int = CORRELATION_ROWS,
+    alive: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The mean ``|corr|`` between the feature columns of two different agents, over the pairs of
     neighbouring agents ``(i, i+1 mod M)`` (every pair when M <= 3), on the first ``max_rows``
@@ -248,6 +241,8 @@ def mean_abs_correlation(
 
     ``features`` holds one agent's ``[B, d]`` or a group's stacked ``[B, M_g, d_g]`` per entry; the
     agents are numbered in that order. A group's neighbouring pairs are one batched product.
+    ``alive`` (one ``[B]`` bool per agent, where agents die): each pair on the rows where both were
+    alive (:func:`~marlplug.losses.alive_pairs.alive_mean_abs_correlation`).
 
     A logged diagnostic, computed on every minibatch step: over all ``M(M-1)/2`` pairs and every
     row it would cost ``O(M² d² B)``, more than the PPO step itself at M = 32; neighbouring pairs
@@ -268,6 +263,9 @@ def mean_abs_correlation(
         >>> bool(torch.isclose(mean_abs_correlation([group]), mean_abs_correlation([z, -z, z])))
         True
     """
+    if alive is not None:  # agents die: each pair on the rows where both were alive
+        agents = [z for f in features for z in (f.unbind(1) if f.ndim == 3 else (f,))]
+        return alive_mean_abs_correlation(agents, alive, eps=eps, max_rows=max_rows)
     # Agent-major [M_g, B, d_g] views of each group, standardized per agent and column.
     groups = [
         standardize_columns(
@@ -307,6 +305,10 @@ class RedundancyLoss(AuxLoss):
     the ``O(B²·Σd_i)`` cost by ``(B/sample_rows)²``. That is an approximation: the independent-feature
     floor rises from 1/B to 1/sample_rows per pair and the gradient gets noisier (docs/concepts/joint-ppo.md
     has measured errors).
+
+    Where agents die, joint PPO passes ``alive`` (one ``[B]`` bool per agent): each pair is then
+    computed on the rows where both agents were alive (a pair with fewer than two adds nothing),
+    ``dead_features`` on each agent's alive rows (:mod:`marlplug.losses.alive_pairs`).
 
     Args:
         coef: the weight λ of the penalty in the total loss.
@@ -362,17 +364,31 @@ class RedundancyLoss(AuxLoss):
         self.dead_threshold = dead_threshold
         self.sample_rows = sample_rows
 
-    def forward(self, features: list[torch.Tensor]) -> torch.Tensor:
+    def forward(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
         rows = features[0].shape[0] if features else 0
         if self.sample_rows is not None and rows > self.sample_rows:
             chosen = torch.randperm(rows, device=features[0].device)[: self.sample_rows]
             features = [z.index_select(0, chosen) for z in features]
-        return redundancy_all_pairs(
-            features, coef=self.coef, eps=self.eps, pair_reduction=self.pair_reduction
-        )
+            alive = None if alive is None else [a.index_select(0, chosen) for a in alive]
+        if alive is None:
+            return redundancy_all_pairs(
+                features, coef=self.coef, eps=self.eps, pair_reduction=self.pair_reduction
+            )
+        # Agents die: each pair on the rows where both were alive (losses/alive_pairs.py).
+        _check_features(features)
+        if len(features) < 2:
+            return features[0].sum() * 0.0
+        pair_sum = redundancy_alive_pairs(features, alive, eps=self.eps)
+        return self.coef * _reduce_pairs(pair_sum, len(features), self.pair_reduction)
 
     @torch.no_grad()
-    def diagnostics(self, features: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    def diagnostics(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> dict[str, torch.Tensor]:
+        if alive is not None:
+            return {"dead_features": alive_dead_features(features, alive, self.dead_threshold)}
         std = torch.cat([z.std(dim=0, unbiased=False) for z in features])
         return {"dead_features": (std < self.dead_threshold).sum()}
 

@@ -15,7 +15,13 @@ from marlplug.algorithms.ppo import PPO
 from marlplug.algorithms.ppo_program import PpoProgram
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
+from marlplug.errors import UserError
 from marlplug.losses.ppo_keys import in_group
+from marlplug.losses.redundancy import (
+    RedundancyLoss,
+    mean_abs_correlation,
+    redundancy_all_pairs,
+)
 from marlplug.nn.actor_critic import OBSERVATION
 from marlplug.nn.obs_norm import observation_normalizers
 from marlplug.train.run import run_training
@@ -228,3 +234,95 @@ def test_observation_statistics_read_the_alive_rows_alone(
                     assert not torch.allclose(mean[agent], every_row)
                     checked += 1
     assert checked >= 4  # at least one dead agent a group, in the actor's and the critic's
+
+
+class _RecordAlive(torch.nn.Module):
+    """A third-party aux loss that takes ``alive``: records what joint PPO hands it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: list[torch.Tensor] | None = None
+
+    def forward(
+        self, features: list[torch.Tensor], alive: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        self.alive = alive
+        return features[0].sum() * 0.0
+
+
+class _NoAlive(torch.nn.Module):
+    def forward(self, features: list[torch.Tensor]) -> torch.Tensor:
+        return features[0].sum() * 0.0
+
+
+def _aux_program(aux: dict[str, torch.nn.Module]) -> PpoProgram:
+    env = make_env("battle", backend="pettingzoo", map_size=16, max_steps=70, seed=0)
+    config = _config()
+    program = PPO(hidden_size=16, feature_dim=8, share_params=True).bind(env, config)
+    env.close()
+    program.loss.aux_losses.update(aux)
+    return program
+
+
+def _features(program: PpoProgram, batch: TensorDictBase) -> list[torch.Tensor]:
+    """Every agent's encoder features on ``batch`` (``[rows, d]`` each, in agent order)."""
+    features = []
+    for group in program.loss.groups:
+        actor = program.loss.actor_networks[group]
+        actor_input = batch.select(*actor.in_keys)
+        actor.get_dist(actor_input)
+        features += actor_input.get((group, "features")).unbind(-2)
+    return features
+
+
+def test_aux_losses_get_each_agents_alive_rows(fight: tuple[PpoProgram, TensorDictBase]) -> None:
+    _, rollout = fight
+    batch = rollout.exclude("next")
+    recorder = _RecordAlive()
+    program = _aux_program({"recorder": recorder})
+    with torch.no_grad():
+        program.loss(batch)
+    expected = [a for g in program.loss.groups for a in batch.get((g, "mask")).unbind(-1)]
+    assert recorder.alive is not None and len(recorder.alive) == len(expected) == 12
+    for got, want in zip(recorder.alive, expected, strict=True):
+        assert torch.equal(got, want)
+    # Without deaths the call is unchanged: no alive at all.
+    with torch.no_grad():
+        program.loss(batch.exclude(*[(g, "mask") for g in program.loss.groups]))
+    assert recorder.alive is None
+
+
+def test_an_aux_loss_without_alive_is_refused_where_agents_die(
+    fight: tuple[PpoProgram, TensorDictBase],
+) -> None:
+    _, rollout = fight
+    program = _aux_program({"plain": _NoAlive()})
+    with pytest.raises(UserError, match=r"aux loss 'plain' takes no alive=.*agents die"):
+        program.loss(rollout.exclude("next"))
+
+
+def test_redundancy_reads_each_pair_on_the_rows_both_agents_lived(
+    fight: tuple[PpoProgram, TensorDictBase],
+) -> None:
+    _, rollout = fight
+    batch = rollout.exclude("next")
+    program = _aux_program({"redundancy": RedundancyLoss(coef=1.0)})
+    with torch.no_grad():
+        out = program.loss(batch)
+        features = _features(program, batch)
+    alive = [a for g in program.loss.groups for a in batch.get((g, "mask")).unbind(-1)]
+    expected = torch.zeros(())
+    corr_pairs = []
+    for i in range(len(features)):
+        for j in range(i + 1, len(features)):
+            rows = alive[i] & alive[j]
+            expected += redundancy_all_pairs([features[i][rows], features[j][rows]])
+        # feature_abs_corr's neighbouring pairs, on their rows alone.
+        j = (i + 1) % len(features)
+        rows = alive[i] & alive[j]
+        corr_pairs.append(mean_abs_correlation([features[i][rows], features[j][rows]]))
+    assert not bool(torch.stack(alive).all())
+    torch.testing.assert_close(out["loss_redundancy"], expected)
+    # With the dead rows the penalty would be another.
+    assert not torch.allclose(out["loss_redundancy"], redundancy_all_pairs(features))
+    torch.testing.assert_close(out["feature_abs_corr"], torch.stack(corr_pairs).mean())
