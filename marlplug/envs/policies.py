@@ -16,11 +16,12 @@ import numpy as np
 import torch
 from mpe2._mpe_utils.core import Agent, World
 from scipy.optimize import linear_sum_assignment
-from tensordict import TensorDictBase
+from tensordict import NestedKey, TensorDictBase
 from torch import nn
 from torchrl.data import Composite
-from torchrl.envs import EnvBase
+from torchrl.envs import Compose, EnvBase, TensorDictPrimer
 from torchrl.envs.utils import RandomPolicy
+from torchrl.modules.utils import get_primers_from_module
 
 from marlplug.envs.layout import ACTION_MASK
 from marlplug.errors import UserError
@@ -241,7 +242,9 @@ def opponent_group_policy(policy: Policy, opponent: Policy, env: EnvBase, group:
     side against another policy's side, e.g. an earlier checkpoint of the same run (self-play).
 
     ``opponent`` acts on a copy of each step's tensordict (what it writes for the other groups is
-    dropped); a recurrent opponent's hidden state is not carried.
+    dropped). A recurrent opponent's hidden state is its own: carried from step to step under
+    ``OPPONENT_STATE`` (apart from ``policy``'s, whose keys are the same), zero where an episode
+    starts, as :func:`~marlplug.envs.evaluate.evaluate` carries ``policy``'s.
 
     Raises:
         UserError: ``env`` has no group ``group``.
@@ -264,20 +267,78 @@ def opponent_group_policy(policy: Policy, opponent: Policy, env: EnvBase, group:
     return _WithOpponentGroup(policy, opponent, group)
 
 
+#: Where a recurrent opponent's state rides in the tensordict: its own keys (``(group,
+#: "rnn_hidden")``) nested under this one, so the evaluated policy's state, at the same keys, is
+#: not mistaken for it.
+OPPONENT_STATE = "opponent_state"
+
+
+class _OpponentState(nn.Module):
+    """Declares a recurrent opponent's state to the env: its primers' specs nested under
+    :data:`OPPONENT_STATE` (zeros at every reset, carried from step to step)."""
+
+    def __init__(self, primers: Composite) -> None:
+        super().__init__()
+        self.primers = primers
+
+    def make_tensordict_primer(self) -> TensorDictPrimer:
+        return TensorDictPrimer(
+            Composite({OPPONENT_STATE: self.primers}), expand_specs=True, reset_key="_reset"
+        )
+
+
+def _primer_specs(module: object) -> Composite | None:
+    """The specs of every state ``module``'s recurrent parts keep in the tensordict; ``None``
+    for a policy without any (or not a module)."""
+    primer = get_primers_from_module(module, warn=False) if isinstance(module, nn.Module) else None
+    if primer is None:
+        return None
+    primers = list(primer.transforms) if isinstance(primer, Compose) else [primer]
+    specs = Composite()
+    for transform in primers:
+        specs.update(transform.primers)
+    return specs
+
+
 class _WithOpponentGroup(nn.Module):
-    """``policy``, then one group's actions taken from ``opponent`` (run on a copy of the step)."""
+    """``policy``, then one group's actions taken from ``opponent`` (run on a copy of the step,
+    with its own recurrent state)."""
 
     def __init__(self, policy: Policy, opponent: Policy, group: str) -> None:
         super().__init__()
         self.policy = policy
-        self.opponent = opponent
+        # Not a submodule: its primers would declare its state at the keys ``policy`` uses.
+        self._opponent = (opponent,)
         self.group = group
+        specs = _primer_specs(opponent)
+        self.state_keys: list[tuple[str, ...]] = (
+            [] if specs is None else [_as_tuple(k) for k in specs.keys(True, True)]
+        )
+        self.opponent_state = None if specs is None else _OpponentState(specs)
+
+    @property
+    def opponent(self) -> Policy:
+        return self._opponent[0]
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        theirs = self.opponent(tensordict.clone()).get((self.group, "action"))
+        step = tensordict.clone()
+        for key in self.state_keys:  # the opponent reads its own state, not policy's
+            state = tensordict.get((OPPONENT_STATE, *key), None)
+            if state is None:  # an env without its primers: the opponent starts from zeros
+                step = step.exclude(key)
+            else:
+                step.set(key, state)
+        step = self.opponent(step)
+        theirs = step.get((self.group, "action"))
         tensordict = self.policy(tensordict)
         tensordict.set((self.group, "action"), theirs)
+        for key in self.state_keys:
+            tensordict.set(("next", OPPONENT_STATE, *key), step.get(("next", *key)))
         return tensordict
+
+
+def _as_tuple(key: NestedKey) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def scripted_policy(env: EnvBase, *, scenario: str, nearest: bool = False) -> Policy:
