@@ -264,8 +264,8 @@ def mean_abs_correlation(
         True
     """
     if alive is not None:  # agents die: each pair on the rows where both were alive
-        agents = [z for f in features for z in (f.unbind(1) if f.ndim == 3 else (f,))]
-        return alive_mean_abs_correlation(agents, alive, eps=eps, max_rows=max_rows)
+        each_agent = [z for f in features for z in (f.unbind(1) if f.ndim == 3 else (f,))]
+        return alive_mean_abs_correlation(each_agent, alive, eps=eps, max_rows=max_rows)
     # Agent-major [M_g, B, d_g] views of each group, standardized per agent and column.
     groups = [
         standardize_columns(
