@@ -5,9 +5,13 @@ BenchMARL is an anchor, never a dependency: it trains in its own virtualenv (``-
 ``bash scripts/anchors/setup_benchmarl.sh``), through ``scripts/anchors/benchmarl_vmas.py`` with
 its ``matched`` preset, whose iteration shape is read off marlplug's config here
 (:func:`matched_arguments`): PPO's rollout, minibatch and epochs for MAPPO and IPPO; for the
-replay-based algorithms (MADDPG, IDDPG, MASAC, ISAC, IQL, VDN, QMIX) the steps collected between
-two updates, one update each, and its minibatch. Both sides time each iteration after the first (which pays for start-up)
-and report the median as frames/s; evaluations are left out on both.
+replay-based algorithms (MADDPG, IDDPG, MASAC, ISAC, IQL, VDN, QMIX) the frames an iteration
+collects, the updates after it (marlplug's ``algorithm.updates_per_iteration``, BenchMARL's
+``off_policy_n_optimizer_steps``) and their minibatch (``algorithm.minibatch_size``,
+``off_policy_train_batch_size``): by default one update of 1,024 per 6,000 frames;
+``--updates-per-iteration 1000 --replay-minibatch 128`` is BenchMARL's own fine-tuned VMAS shape.
+Both sides time each iteration after the first (which pays for start-up) and report the median as
+frames/s; evaluations are left out on both.
 """
 
 from __future__ import annotations
@@ -35,9 +39,16 @@ PPO_CRITICS = {"mappo": "joint", "ippo": "local"}
 #: in discrete actions, the others in VMAS's continuous ones.
 REPLAY_ALGORITHMS = ("maddpg", "iddpg", "masac", "isac", "iql", "vdn", "qmix")
 DISCRETE = frozenset({"iql", "vdn", "qmix"})
-#: A replay-based iteration: steps per copy and the update's minibatch (one update an iteration).
+#: A replay-based iteration: steps per copy (6,000 frames from the task config's 60 copies), and
+#: by default one update of 1,024 transitions after it.
 REPLAY_STEPS = 100
+REPLAY_UPDATES = 1
 REPLAY_MINIBATCH = 1024
+#: BenchMARL's fine-tuned VMAS off-policy shape (its ``fine_tuned/vmas/conf/config.yaml``): 6,000
+#: frames an iteration, then ``off_policy_n_optimizer_steps`` updates of
+#: ``off_policy_train_batch_size`` transitions.
+BENCHMARL_UPDATES = 1000
+BENCHMARL_MINIBATCH = 128
 #: Where the anchor's runner lives in a marlplug checkout.
 ANCHOR_SCRIPT = Path("scripts") / "anchors" / "benchmarl_vmas.py"
 
@@ -84,15 +95,22 @@ def benchmarl_version(python: Path) -> str:
 
 
 def task_config(
-    task: str, algorithm: str, *, iterations: int, threads: int, folder: str
+    task: str,
+    algorithm: str,
+    *,
+    iterations: int,
+    threads: int,
+    folder: str,
+    updates_per_iteration: int = REPLAY_UPDATES,
+    replay_minibatch: int = REPLAY_MINIBATCH,
 ) -> MarlplugConfig:
     """The packaged config of ``task`` set up as ``algorithm`` and for timing: ``iterations``
-    updates, no evaluations, one checkpoint at the end, no progress bar.
+    iterations, no evaluations, one checkpoint at the end, no progress bar.
 
     PPO (``mappo``, ``ippo``) trains the config as it is, with the critic the name says. A
     replay-based algorithm trains on the config's env and copies, :data:`REPLAY_STEPS` steps per
-    copy and one update of :data:`REPLAY_MINIBATCH` an iteration, learning from the first (its other
-    options are its defaults: the config's are PPO's).
+    copy, then ``updates_per_iteration`` updates of ``replay_minibatch`` transitions, learning from
+    the first iteration on (its other options are its defaults: the config's are PPO's).
     """
     path = str(resources.files("marlplug.configs").joinpath(TASK_CONFIGS[task]))
     timing = [
@@ -123,7 +141,8 @@ def task_config(
                 "name": algorithm,
                 "episode_length": env["max_steps"],
                 "steps_per_iteration": REPLAY_STEPS,
-                "minibatch_size": REPLAY_MINIBATCH,
+                "updates_per_iteration": updates_per_iteration,
+                "minibatch_size": replay_minibatch,
                 "learning_starts": frames,
                 "buffer_size": iterations * frames,
             },
@@ -133,57 +152,79 @@ def task_config(
     )
 
 
+def iteration_shape(config: MarlplugConfig) -> dict[str, int]:
+    """One iteration of ``config`` as both sides run it: the frames it collects
+    (``frames_per_iteration``) from ``n_envs`` copies, then ``updates_per_iteration`` optimizer
+    steps on minibatches of ``minibatch_size``.
+
+    Raises:
+        UserError: a PPO config whose epochs are not whole minibatches of one size (BenchMARL's
+            on-policy loop has no other shape).
+
+    Examples:
+        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs",
+        ...                      updates_per_iteration=1000, replay_minibatch=128)
+        >>> iteration_shape(config)
+        {'frames_per_iteration': 6000, 'n_envs': 60, 'updates_per_iteration': 1000, 'minibatch_size': 128}
+    """
+    train = config.train
+    options: Any = config.algorithm.options
+    if config.algorithm.name in REPLAY_ALGORITHMS:
+        return {
+            "frames_per_iteration": options.steps_per_iteration * train.num_envs,
+            "n_envs": train.num_envs,
+            "updates_per_iteration": options.updates_per_iteration,
+            "minibatch_size": options.minibatch_size,
+        }
+    frames = train.num_envs * train.rollout_steps
+    capped = train.max_minibatches_per_epoch is not None
+    if not train.iterate_all_minibatches or capped or frames % train.minibatch_size:
+        raise UserError(
+            "bench benchmarl: the config must iterate over all minibatches of equal size "
+            "(train.iterate_all_minibatches: true, no train.max_minibatches_per_epoch, a minibatch "
+            "size that divides the rollout)"
+        )
+    return {
+        "frames_per_iteration": frames,
+        "n_envs": train.num_envs,
+        "updates_per_iteration": train.n_epochs * frames // train.minibatch_size,
+        "minibatch_size": train.minibatch_size,
+    }
+
+
 def matched_arguments(config: MarlplugConfig) -> list[str]:
-    """BenchMARL's ``matched`` preset with ``config``'s iteration shape: the frames an iteration
-    collects, the env copies, the minibatch size and the optimizer steps of one iteration.
+    """BenchMARL's ``matched`` preset with ``config``'s :func:`iteration_shape`: the runner sets
+    BenchMARL's collected frames per batch and env copies, its minibatch size and
+    ``--minibatch-iters``. BenchMARL 1.5.2 loops ``n_optimizer_steps`` times over
+    ``ceil(train_batch_size / train_minibatch_size)`` minibatch steps
+    (``Experiment._collection_loop``): off-policy that is ``off_policy_n_optimizer_steps`` updates
+    of ``off_policy_train_batch_size`` (one minibatch each), so ``--minibatch-iters`` is the
+    updates; on-policy, ``on_policy_n_minibatch_iters`` passes over the whole rollout in
+    minibatches of ``on_policy_minibatch_size``, so it is PPO's epochs (``train.n_epochs``).
 
     Examples:
         >>> from marlplug import load_config
         >>> config = load_config(data={"train": {"num_envs": 60, "rollout_steps": 100,
         ...     "minibatch_size": 600, "n_epochs": 4, "iterate_all_minibatches": True}})
-        >>> matched_arguments(config)
-        ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '600', '--minibatch-iters', '40']
+        >>> matched_arguments(config)  # 4 epochs of 10 minibatches: 40 steps on both sides
+        ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '600', '--minibatch-iters', '4']
         >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs")
         >>> matched_arguments(config)
         ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '1024', '--minibatch-iters', '1']
     """
-    train = config.train
-    options = config.algorithm.options
-    if config.algorithm.name in REPLAY_ALGORITHMS:
-        frames = options.steps_per_iteration * train.num_envs  # type: ignore[attr-defined]
-        batch = options.minibatch_size  # type: ignore[attr-defined]
-        return [
-            *("--preset", "matched", "--frames-per-batch", str(frames)),
-            *("--n-envs", str(train.num_envs), "--minibatch-size", str(batch)),
-            *("--minibatch-iters", "1"),
-        ]
-    frames = train.num_envs * train.rollout_steps
-    if not train.iterate_all_minibatches or frames % train.minibatch_size:
-        raise UserError(
-            "bench benchmarl: the config must iterate over all minibatches of equal size "
-            "(train.iterate_all_minibatches: true, a minibatch size that divides the rollout)"
-        )
-    steps = train.n_epochs * frames // train.minibatch_size
+    shape = iteration_shape(config)
+    replay = config.algorithm.name in REPLAY_ALGORITHMS
+    iters = shape["updates_per_iteration"] if replay else config.train.n_epochs
     return [
-        "--preset",
-        "matched",
-        "--frames-per-batch",
-        str(frames),
-        "--n-envs",
-        str(train.num_envs),
-        "--minibatch-size",
-        str(train.minibatch_size),
-        "--minibatch-iters",
-        str(steps),
+        *("--preset", "matched", "--frames-per-batch", str(shape["frames_per_iteration"])),
+        *("--n-envs", str(shape["n_envs"]), "--minibatch-size", str(shape["minibatch_size"])),
+        *("--minibatch-iters", str(iters)),
     ]
 
 
 def frames_per_iteration(config: MarlplugConfig) -> int:
     """Frames (joint env steps) one iteration collects."""
-    if config.algorithm.name in REPLAY_ALGORITHMS:
-        steps: int = config.algorithm.options.steps_per_iteration  # type: ignore[attr-defined]
-        return steps * config.train.num_envs
-    return config.train.num_envs * config.train.rollout_steps
+    return iteration_shape(config)["frames_per_iteration"]
 
 
 def marlplug_fps(config: MarlplugConfig) -> float:
@@ -227,6 +268,61 @@ def benchmarl_fps(
     return dict(json.loads(out.read_text()))
 
 
+def benchmarl_shape(settings: dict[str, Any], *, on_policy: bool) -> dict[str, int]:
+    """The iteration shape a BenchMARL run's ``settings`` give (as :func:`iteration_shape` counts:
+    frames, optimizer steps, minibatch), with BenchMARL 1.5.2's loop (see
+    :func:`matched_arguments`).
+
+    Examples:
+        >>> benchmarl_shape({"on_policy_collected_frames_per_batch": 6000,
+        ...     "on_policy_minibatch_size": 600, "on_policy_n_minibatch_iters": 4}, on_policy=True)
+        {'frames_per_iteration': 6000, 'updates_per_iteration': 40, 'minibatch_size': 600}
+    """
+    if on_policy:
+        frames = settings["on_policy_collected_frames_per_batch"]
+        minibatch = settings["on_policy_minibatch_size"]
+        steps = settings["on_policy_n_minibatch_iters"] * -(-frames // minibatch)
+    else:
+        frames = settings["off_policy_collected_frames_per_batch"]
+        minibatch = settings["off_policy_train_batch_size"]
+        steps = settings["off_policy_n_optimizer_steps"]
+    return {
+        "frames_per_iteration": frames,
+        "updates_per_iteration": steps,
+        "minibatch_size": minibatch,
+    }
+
+
+def check_benchmarl_shape(result: dict[str, Any], config: MarlplugConfig) -> None:
+    """Check that BenchMARL's run had ``config``'s iteration shape: its ``settings``, and the
+    optimizer steps the runner counted in each iteration.
+
+    Raises:
+        click.ClickException: a count differs (the runner did not pass the shape on).
+
+    Examples:
+        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs")
+        >>> settings = {"off_policy_collected_frames_per_batch": 6000,
+        ...     "off_policy_n_optimizer_steps": 1, "off_policy_train_batch_size": 1024}
+        >>> check_benchmarl_shape({"settings": settings, "iterations": []}, config)
+        >>> check_benchmarl_shape({"settings": settings, "iterations": [{"optimizer_steps": 10}]},
+        ...                       config)
+        Traceback (most recent call last):
+        ...
+        click.exceptions.ClickException: BenchMARL ran 10 for updates_per_iteration, marlplug 1: not the same shape
+    """
+    ours = iteration_shape(config)
+    on_policy = config.algorithm.name not in REPLAY_ALGORITHMS
+    ran_shape = benchmarl_shape(result["settings"], on_policy=on_policy)
+    counted = {row["optimizer_steps"] for row in result["iterations"] if "optimizer_steps" in row}
+    ran_steps = [("updates_per_iteration", steps) for steps in sorted(counted)]
+    for name, ran in [*ran_shape.items(), *ran_steps]:
+        if ran != ours[name]:
+            raise click.ClickException(
+                f"BenchMARL ran {ran} for {name}, marlplug {ours[name]}: not the same shape"
+            )
+
+
 def run_pairs(
     python: Path,
     *,
@@ -235,8 +331,11 @@ def run_pairs(
     iterations: int,
     threads: int,
     trials: int,
+    updates_per_iteration: int = REPLAY_UPDATES,
+    replay_minibatch: int = REPLAY_MINIBATCH,
 ) -> list[dict[str, Any]]:
-    """For each algorithm, ``trials`` pairs of runs (marlplug, then BenchMARL); median frames/s."""
+    """For each algorithm, ``trials`` pairs of runs (marlplug, then BenchMARL); median frames/s.
+    Each row states the iteration shape both sides ran (:func:`iteration_shape`)."""
     rows = []
     with stderr_progress(len(algorithms) * trials * 2, label="bench benchmarl") as progress:
         for algorithm in algorithms:
@@ -246,7 +345,13 @@ def run_pairs(
             for _ in range(trials):
                 with tempfile.TemporaryDirectory() as folder:
                     config = task_config(
-                        task, algorithm, iterations=iterations, threads=threads, folder=folder
+                        task,
+                        algorithm,
+                        iterations=iterations,
+                        threads=threads,
+                        folder=folder,
+                        updates_per_iteration=updates_per_iteration,
+                        replay_minibatch=replay_minibatch,
                     )
                     ours.append(marlplug_fps(config))
                     progress.advance()
@@ -258,6 +363,7 @@ def run_pairs(
                         threads=threads,
                         folder=folder,
                     )
+                    check_benchmarl_shape(result, config)
                     theirs.append(float(result["frames_per_s_median"]))
                     anchor = str(result["anchor"])
                     progress.advance()
@@ -267,7 +373,7 @@ def run_pairs(
                 {
                     "task": task,
                     "algorithm": algorithm,
-                    "frames_per_iteration": frames_per_iteration(config),
+                    **iteration_shape(config),
                     "iterations": iterations,
                     "threads": threads,
                     "trials": trials,
@@ -281,21 +387,24 @@ def run_pairs(
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
-    """The side-by-side table.
+    """The side-by-side table; ``updates`` and ``minibatch`` are the optimizer steps after each
+    iteration's frames and their size, the same on both sides.
 
     Examples:
-        >>> print(format_rows([{"task": "balance", "algorithm": "mappo", "marlplug_fps": 3000.0,
-        ...     "benchmarl_fps": 500.0, "ratio": 6.0, "frames_per_iteration": 6000}]))
-        task     algorithm  frames/iteration  marlplug frames/s  BenchMARL frames/s  ratio
-        balance  mappo                  6000               3000                 500   6.00x
+        >>> print(format_rows([{"task": "balance", "algorithm": "iql", "marlplug_fps": 3000.0,
+        ...     "benchmarl_fps": 500.0, "ratio": 6.0, "frames_per_iteration": 6000,
+        ...     "updates_per_iteration": 1000, "minibatch_size": 128}]))
+        task     algorithm  frames/iteration  updates  minibatch  marlplug frames/s  BenchMARL frames/s  ratio
+        balance  iql                    6000     1000        128               3000                 500   6.00x
     """
     lines = [
-        f"{'task':<8} {'algorithm':<10} {'frames/iteration':>16}  {'marlplug frames/s':>17}  "
-        f"{'BenchMARL frames/s':>18}  {'ratio':>5}"
+        f"{'task':<8} {'algorithm':<10} {'frames/iteration':>16}  {'updates':>7}  "
+        f"{'minibatch':>9}  {'marlplug frames/s':>17}  {'BenchMARL frames/s':>18}  {'ratio':>5}"
     ]
     for row in rows:
         lines.append(
             f"{row['task']:<8} {row['algorithm']:<10} {row['frames_per_iteration']:>16}  "
+            f"{row['updates_per_iteration']:>7}  {row['minibatch_size']:>9}  "
             f"{row['marlplug_fps']:>17.0f}  {row['benchmarl_fps']:>18.0f}  {row['ratio']:>5.2f}x"
         )
     return "\n".join(lines)
@@ -323,6 +432,24 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
     "critic); repeatable.",
 )
 @click.option("--iterations", type=click.IntRange(min=2), default=4, show_default=True)
+@click.option(
+    "--updates-per-iteration",
+    type=click.IntRange(min=1, max=10**6),
+    default=REPLAY_UPDATES,
+    show_default=True,
+    help="Replay-based algorithms: optimizer steps after each iteration's frames, on both sides "
+    "(marlplug's algorithm.updates_per_iteration, BenchMARL's off_policy_n_optimizer_steps). "
+    f"BenchMARL's fine-tuned VMAS shape: {BENCHMARL_UPDATES} with --replay-minibatch "
+    f"{BENCHMARL_MINIBATCH}. MAPPO and IPPO keep their config's epochs.",
+)
+@click.option(
+    "--replay-minibatch",
+    type=click.IntRange(min=1, max=10**7),
+    default=REPLAY_MINIBATCH,
+    show_default=True,
+    help="Replay-based algorithms: transitions per update, on both sides (algorithm."
+    "minibatch_size; BenchMARL's off_policy_train_batch_size).",
+)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
@@ -331,17 +458,26 @@ def benchmarl(
     task: str,
     algorithms: tuple[str, ...],
     iterations: int,
+    updates_per_iteration: int,
+    replay_minibatch: int,
     threads: int,
     trials: int,
     as_json: bool,
 ) -> None:
     """marlplug vs BenchMARL 1.5.2 (its own venv): training frames/s, same task and iteration shape.
 
+    Every row states the shape both sides ran: frames an iteration collects, then the optimizer
+    steps (updates) on minibatches of its size. MAPPO and IPPO: the task config's rollout and
+    epochs. Replay-based algorithms: 6,000 frames (60 copies x 100 steps), then
+    --updates-per-iteration updates of --replay-minibatch (default 1 of 1,024; BenchMARL's
+    fine-tuned VMAS config: 1,000 of 128).
+
     \b
     Examples:
         bash scripts/anchors/setup_benchmarl.sh /work/anchors/benchmarl
         marlplug bench benchmarl --python /work/anchors/benchmarl/bin/python
         marlplug bench benchmarl --python /work/anchors/benchmarl/bin/python --algorithm mappo --trials 3 --json
+        marlplug bench benchmarl --python /work/anchors/benchmarl/bin/python --algorithm iql --updates-per-iteration 1000 --replay-minibatch 128
     """
     benchmarl_version(python)
     anchor_script()
@@ -352,5 +488,7 @@ def benchmarl(
         iterations=iterations,
         threads=threads,
         trials=trials,
+        updates_per_iteration=updates_per_iteration,
+        replay_minibatch=replay_minibatch,
     )
     click.echo(json.dumps(rows, indent=2) if as_json else format_rows(rows))

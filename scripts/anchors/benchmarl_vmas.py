@@ -10,9 +10,16 @@ report the mean over agents: for ``n`` agents, marlplug's team return is ``n`` t
 Two presets of BenchMARL's settings:
 
 - ``fine_tuned``: BenchMARL's published VMAS config (``fine_tuned/vmas/conf/config.yaml``: 60,000
-  frames an iteration from 600 env copies, 45 minibatches of 4,096, lr 5e-5, gamma 0.9), on CPU;
+  frames an iteration from 600 env copies, 45 passes over them in minibatches of 4,096 (675
+  optimizer steps), lr 5e-5, gamma 0.9; off-policy 6,000 frames from 60 copies, then 1,000
+  updates of 128), on CPU;
 - ``matched``: the iteration shape of marlplug's config it is timed against (``--frames-per-batch``,
   ``--n-envs``, ``--minibatch-size``, ``--minibatch-iters``), for frames/s at equal work per frame.
+  BenchMARL 1.5.2 makes ``n_optimizer_steps x ceil(train_batch_size / minibatch)`` steps an
+  iteration: on-policy ``--minibatch-iters`` is the number of passes over the rollout (PPO's
+  epochs: 4 passes of 10 minibatches of 600 are 40 steps), off-policy the number of updates
+  (``off_policy_n_optimizer_steps``, one minibatch of ``off_policy_train_batch_size`` each).
+  Each iteration's optimizer steps are counted in the output (``iterations[].optimizer_steps``).
 
 Example (about 10 minutes on a 2-core machine)::
 
@@ -109,7 +116,14 @@ class Recorder:
 
     def on_train_end(self, training_td: Any, group: str) -> None:
         now = time.perf_counter()
-        self.iterations.append({"frames": self.frames, "seconds": now - self.iteration_start})
+        # training_td stacks one entry per optimizer step: what the iteration really ran.
+        self.iterations.append(
+            {
+                "frames": self.frames,
+                "seconds": now - self.iteration_start,
+                "optimizer_steps": int(training_td.batch_size[0]),
+            }
+        )
         self.iteration_start = now
 
     def on_evaluation_end(self, rollouts: list[Any]) -> None:
@@ -189,6 +203,22 @@ def merge(results: Path, run: dict[str, Any]) -> None:
     results.write_text(json.dumps(data, indent=1) + "\n")
 
 
+def matched_settings(args: argparse.Namespace) -> dict[str, int]:
+    """BenchMARL's settings of the ``matched`` preset: marlplug's iteration shape, for on-policy
+    (rollout, minibatch, ``--minibatch-iters`` passes over the rollout) and off-policy algorithms
+    (the frames collected, then ``--minibatch-iters`` updates of ``--minibatch-size`` each)."""
+    return {
+        "on_policy_collected_frames_per_batch": args.frames_per_batch,
+        "on_policy_n_envs_per_worker": args.n_envs,
+        "on_policy_minibatch_size": args.minibatch_size,
+        "on_policy_n_minibatch_iters": args.minibatch_iters,
+        "off_policy_collected_frames_per_batch": args.frames_per_batch,
+        "off_policy_n_envs_per_worker": args.n_envs,
+        "off_policy_train_batch_size": args.minibatch_size,
+        "off_policy_n_optimizer_steps": args.minibatch_iters,
+    }
+
+
 def experiment_config(args: argparse.Namespace) -> Any:
     """BenchMARL's experiment settings for the preset, on CPU, logging nothing but our JSON."""
     from benchmarl.experiment import ExperimentConfig
@@ -223,14 +253,8 @@ def experiment_config(args: argparse.Namespace) -> Any:
         config.exploration_eps_end = 0.01
         config.exploration_anneal_frames = 1_000_000
     else:
-        config.on_policy_collected_frames_per_batch = args.frames_per_batch
-        config.on_policy_n_envs_per_worker = args.n_envs
-        config.on_policy_minibatch_size = args.minibatch_size
-        config.on_policy_n_minibatch_iters = args.minibatch_iters
-        config.off_policy_collected_frames_per_batch = args.frames_per_batch
-        config.off_policy_n_envs_per_worker = args.n_envs
-        config.off_policy_train_batch_size = args.minibatch_size
-        config.off_policy_n_optimizer_steps = args.minibatch_iters
+        for key, value in matched_settings(args).items():
+            setattr(config, key, value)
     if args.lr is not None:
         config.lr = args.lr
     if args.gamma is not None:
@@ -244,7 +268,8 @@ def experiment_config(args: argparse.Namespace) -> Any:
     return config
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The runner's command line (``marlplug bench benchmarl`` passes its ``matched`` preset)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS)
     parser.add_argument("--algorithm", choices=sorted(ALGORITHMS))
@@ -254,8 +279,9 @@ def main() -> None:
     parser.add_argument("--preset", choices=["fine_tuned", "matched"], default="fine_tuned")
     parser.add_argument("--frames-per-batch", type=int, default=6000)
     parser.add_argument("--n-envs", type=int, default=60)
+    # On-policy: passes over the rollout (epochs); off-policy: updates (off_policy_n_optimizer_steps).
     parser.add_argument("--minibatch-size", type=int, default=600)
-    parser.add_argument("--minibatch-iters", type=int, default=40)
+    parser.add_argument("--minibatch-iters", type=int, default=4)
     # marlplug's hyperparameters on BenchMARL (None: the preset's).
     parser.add_argument("--lr", type=float, default=None)
     parser.add_argument("--gamma", type=float, default=None)
@@ -270,6 +296,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--results", type=Path)
     parser.add_argument("--merge", type=Path, nargs="*", default=[])
+    return parser
+
+
+def main() -> None:
+    parser = argument_parser()
     args = parser.parse_args()
     if args.merge:
         if args.results is None:

@@ -11,13 +11,21 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import click
+import pytest
 import torch
 from tensordict import TensorDict
 
 from marlplug.bench.benchmarl import (
     ANCHOR_SCRIPT,
+    BENCHMARL_MINIBATCH,
+    BENCHMARL_UPDATES,
     anchor_script,
+    benchmarl_shape,
+    check_benchmarl_shape,
+    format_rows,
     frames_per_iteration,
+    iteration_shape,
     marlplug_fps,
     matched_arguments,
     task_config,
@@ -124,14 +132,97 @@ def test_a_python_that_is_not_a_program_is_one_line_with_exit_2() -> None:
 def test_both_sides_get_the_same_iteration_shape() -> None:
     ppo = task_config("balance", "mappo", iterations=2, threads=1, folder="runs")
     assert (ppo.env.agents, ppo.env.model_dump()["package_mass"]) == (4, 5)
-    # 6,000 frames an iteration, 4 epochs of 10 minibatches of 600: 40 optimizer steps.
+    # 6,000 frames an iteration, 4 epochs of 10 minibatches of 600: 40 optimizer steps. BenchMARL's
+    # on_policy_n_minibatch_iters are passes over the rollout (10 minibatches each): 4, not 40.
     assert matched_arguments(ppo) == [
         *("--preset", "matched", "--frames-per-batch", "6000", "--n-envs", "60"),
-        *("--minibatch-size", "600", "--minibatch-iters", "40"),
+        *("--minibatch-size", "600", "--minibatch-iters", "4"),
     ]
+    module = runner()
+    required = ["--task", "balance", "--algorithm", "mappo", "--frames", "12000", "--out", "x"]
+    args = module.argument_parser().parse_args([*required, *matched_arguments(ppo)])
+    ran = benchmarl_shape(module.matched_settings(args), on_policy=True)
+    assert ran == {"frames_per_iteration": 6000, "updates_per_iteration": 40, "minibatch_size": 600}
+    assert iteration_shape(ppo)["updates_per_iteration"] == 40
     replay = task_config("balance", "masac", iterations=2, threads=1, folder="runs")
     assert replay.env.continuous_actions is True
     assert frames_per_iteration(replay) == 6000
+    # By default one update of 1,024 after 6,000 frames, on both sides.
+    assert matched_arguments(replay)[-4:] == [
+        *("--minibatch-size", "1024", "--minibatch-iters", "1"),
+    ]
+    # BenchMARL's fine-tuned off-policy shape: 1,000 updates of 128 after 6,000 frames (60 copies
+    # x 100 steps); the runner passes them on as off_policy_n_optimizer_steps and _train_batch_size.
+    shaped = task_config(
+        "balance",
+        "iql",
+        iterations=2,
+        threads=1,
+        folder="runs",
+        updates_per_iteration=BENCHMARL_UPDATES,
+        replay_minibatch=BENCHMARL_MINIBATCH,
+    )
+    options = shaped.algorithm.options.model_dump()
+    assert (options["updates_per_iteration"], options["minibatch_size"]) == (1000, 128)
+    assert iteration_shape(shaped) == {
+        "frames_per_iteration": 6000,
+        "n_envs": 60,
+        "updates_per_iteration": 1000,
+        "minibatch_size": 128,
+    }
+    assert matched_arguments(shaped) == [
+        *("--preset", "matched", "--frames-per-batch", "6000", "--n-envs", "60"),
+        *("--minibatch-size", "128", "--minibatch-iters", "1000"),
+    ]
+    # What BenchMARL is set to from those arguments, through the runner's own command line.
+    required = ["--task", "balance", "--algorithm", "iql", "--frames", "12000", "--out", "x"]
+    args = module.argument_parser().parse_args([*required, *matched_arguments(shaped)])
+    settings = module.matched_settings(args)
+    assert settings["off_policy_collected_frames_per_batch"] == 6000
+    assert settings["off_policy_n_envs_per_worker"] == 60
+    assert settings["off_policy_n_optimizer_steps"] == 1000
+    assert settings["off_policy_train_batch_size"] == 128
+    assert benchmarl_shape(settings, on_policy=False) == {
+        "frames_per_iteration": 6000,
+        "updates_per_iteration": 1000,
+        "minibatch_size": 128,
+    }
+
+
+def test_a_benchmarl_run_of_another_shape_is_refused() -> None:
+    config = task_config("balance", "mappo", iterations=2, threads=1, folder="runs")
+    settings = {
+        "on_policy_collected_frames_per_batch": 6000,
+        "on_policy_minibatch_size": 600,
+        "on_policy_n_minibatch_iters": 4,
+    }
+    check_benchmarl_shape({"settings": settings, "iterations": [{"optimizer_steps": 40}]}, config)
+    # The shape marlplug's matched preset asked for before: 40 passes of 10 minibatches.
+    with pytest.raises(click.ClickException, match="400 for updates_per_iteration, marlplug 40"):
+        check_benchmarl_shape(
+            {"settings": {**settings, "on_policy_n_minibatch_iters": 40}, "iterations": []}, config
+        )
+    # Settings that say one thing while the runner counted another.
+    with pytest.raises(click.ClickException, match="41 for updates_per_iteration"):
+        check_benchmarl_shape(
+            {"settings": settings, "iterations": [{"optimizer_steps": 41}]}, config
+        )
+
+
+def test_the_table_states_the_shape() -> None:
+    row = {
+        "task": "balance",
+        "algorithm": "vdn",
+        "frames_per_iteration": 6000,
+        "updates_per_iteration": 1000,
+        "minibatch_size": 128,
+        "marlplug_fps": 900.0,
+        "benchmarl_fps": 300.0,
+        "ratio": 3.0,
+    }
+    header, line = format_rows([row]).splitlines()
+    assert header.split()[2:5] == ["frames/iteration", "updates", "minibatch"]
+    assert line.split()[:5] == ["balance", "vdn", "6000", "1000", "128"]
 
 
 def test_marlplug_side_trains_the_task_config(tmp_path: Path) -> None:
