@@ -65,7 +65,11 @@ def marlplug_losses() -> Mapping[str, Any]:
 
     Called once when the registries are built. An auxiliary loss is an ``nn.Module`` with an
     ``Options`` pydantic model, called with ``features: list[Tensor]`` (one ``[B, d_i]`` tensor per
-    agent, in the env's agent order) and returning a scalar tensor. A config lists them under
+    agent, in the env's agent order) and returning a scalar tensor. Where agents die (a group has a
+    dead-agent mask: MAgent2 battle) it is also passed ``alive: list[Tensor]``, one ``[B]`` bool per
+    agent, True on the rows where that agent was in play, and should read each agent on those rows
+    only; a loss without that parameter is refused there (``marlplug.losses.aux``). An optional
+    ``diagnostics`` is called the same way. A config lists them under
     ``losses: [{name: <name>, ...options}]``.
     """
 
