@@ -2,6 +2,12 @@
 
 Plugin authors subclass :class:`AuxLossContract` in a test module (or call :func:`check_aux_loss`);
 marlplug runs the same suite on its built-in ``redundancy`` loss and on marlplug-cka.
+
+Where agents die: the check that a loss takes ``alive=`` and that what the dead rows hold changes
+nothing (:func:`check_dead_rows`) is opt-in (``dead_agents``), because joint PPO passes ``alive``
+only on envs with deaths (MAgent2 battle): a loss without the parameter is correct everywhere else,
+is refused in one line there, and its suite must keep passing. A loss meant for such envs sets
+``dead_agents`` (the built-in ``redundancy`` and the example plugin's ``feature_scale`` do).
 """
 
 from __future__ import annotations
@@ -94,11 +100,108 @@ def check_dead_column(loss: nn.Module, widths: Sequence[int] = WIDTHS) -> None:
     )
 
 
+def make_alive(agents: int, *, rows: int = ROWS, seed: int = 0) -> list[torch.Tensor]:
+    """One ``[rows]`` bool per agent, as joint PPO passes where agents die: each agent dead on
+    about a third of the rows (different rows per agent), never on every row.
+
+    Examples:
+        >>> [bool(rows.any() and not rows.all()) for rows in make_alive(3)]
+        [True, True, True]
+    """
+    generator = torch.Generator().manual_seed(seed)
+    alive = [torch.rand(rows, generator=generator) > 1 / 3 for _ in range(agents)]
+    for rows_of_agent in alive:  # at least two alive rows and one dead row for every agent
+        rows_of_agent[:2] = True
+        rows_of_agent[-1] = False
+    return alive
+
+
+def _call_with_alive(loss: Any, features: list[torch.Tensor], alive: list[torch.Tensor]) -> Any:
+    """``loss(features, alive=alive)`` under a fixed seed (a loss that samples rows from torch's
+    global RNG draws the same rows every call; the caller's RNG state is left as it was)."""
+    where = getattr(loss, "__qualname__", type(loss).__name__)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            return loss(features, alive=alive)
+        except TypeError as error:
+            if "alive" not in str(error):
+                raise
+            raise AssertionError(
+                f"{where} takes no alive=: joint PPO passes it where agents die; give it a "
+                "parameter alive: list[Tensor] | None = None"
+            ) from None
+
+
+def _with_dead_rows_replaced(
+    features: list[torch.Tensor], alive: list[torch.Tensor], seed: int
+) -> list[torch.Tensor]:
+    """``features`` with every dead row overwritten by large values unrelated to the rest (what an
+    env may write for a dead agent), as new leaves with ``requires_grad``."""
+    generator = torch.Generator().manual_seed(seed)
+    replaced = []
+    for z, rows in zip(features, alive, strict=True):
+        junk = 100.0 + 30.0 * torch.randn(z.shape, generator=generator)
+        replaced.append(torch.where(rows[:, None], z.detach(), junk).requires_grad_())
+    return replaced
+
+
+def check_dead_rows(loss: nn.Module, widths: Sequence[int] = WIDTHS) -> None:
+    """Called with ``alive=`` (one ``[B]`` bool per agent), the loss returns a finite scalar that
+    the dead rows do not change: overwriting them changes neither the value nor
+    :meth:`diagnostics`, and they get no gradient; every row alive gives the value without
+    ``alive`` (to float rounding). Checked again with the last agent dead on every row."""
+    name = type(loss).__name__
+    features = make_features(widths, seed=2)
+    alive = make_alive(len(widths), seed=2)
+    every_row_dead = [*alive[:-1], torch.zeros_like(alive[-1])]
+    for case, rows_alive in (("", alive), (" (the last agent dead on every row)", every_row_dead)):
+        where = f"{name} with alive={[int(rows.sum()) for rows in rows_alive]} rows{case}"
+        value = _call_with_alive(loss, features, rows_alive)
+        assert isinstance(value, torch.Tensor) and value.ndim == 0, (
+            f"{where}: returned {type(value).__name__}, not a scalar tensor"
+        )
+        assert torch.isfinite(value), f"{where}: returned {float(value.detach())}"
+        replaced = _with_dead_rows_replaced(features, rows_alive, seed=3)
+        changed = _call_with_alive(loss, replaced, rows_alive)
+        assert torch.equal(changed, value), (
+            f"{where}: overwriting the dead rows changed the value from {float(value.detach())} "
+            f"to {float(changed.detach())}; read each agent on its alive rows only"
+        )
+        # No pair alive together (two agents, one dead throughout) may leave no graph at all.
+        grads = (
+            torch.autograd.grad(changed, replaced, allow_unused=True)
+            if changed.requires_grad
+            else [None] * len(replaced)
+        )
+        for agent, (grad, rows) in enumerate(zip(grads, rows_alive, strict=True)):
+            assert grad is None or not grad[~rows].any(), (
+                f"{where}: agent {agent}'s dead rows get a gradient"
+            )
+        report = getattr(loss, "diagnostics", None)
+        if report is not None:
+            before, after = (_call_with_alive(report, z, rows_alive) for z in (features, replaced))
+            for stat in before:
+                assert torch.equal(before[stat].nan_to_num(-1.0), after[stat].nan_to_num(-1.0)), (
+                    f"{where}: overwriting the dead rows changed diagnostics()['{stat}']"
+                )
+    every_row = [torch.ones_like(rows) for rows in alive]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        unmasked = loss(features)
+    masked = _call_with_alive(loss, features, every_row)
+    assert torch.allclose(masked, unmasked, rtol=1e-5, atol=1e-7), (
+        f"{name}: with every row alive it returned {float(masked.detach())}, without alive= "
+        f"{float(unmasked.detach())}"
+    )
+
+
 def check_aux_loss(
     loss_class: type,
     *,
     options: Mapping[str, Any] | None = None,
     widths: Sequence[Sequence[int]] = (WIDTHS, (6, 6)),
+    dead_agents: bool = False,
 ) -> None:
     """Run the whole contract on ``loss_class``; raises ``AssertionError`` naming what failed.
 
@@ -106,10 +209,12 @@ def check_aux_loss(
         loss_class: the auxiliary-loss class a plugin registers.
         options: options to build it with (default: its ``Options`` defaults).
         widths: agents' feature widths to call it with (one tuple per case).
+        dead_agents: also check it where agents die (:func:`check_dead_rows`, once per case);
+            off by default, see the module docstring.
 
     Examples:
         >>> from marlplug.losses import RedundancyLoss
-        >>> check_aux_loss(RedundancyLoss, options={"coef": 0.5})
+        >>> check_aux_loss(RedundancyLoss, options={"coef": 0.5}, dead_agents=True)
     """
     check_options(loss_class, options)
     loss = build_loss(loss_class, options)
@@ -117,6 +222,8 @@ def check_aux_loss(
         features = make_features(case)
         check_value(loss, features)
         check_gradients(loss, features)
+        if dead_agents:
+            check_dead_rows(loss, case)
     check_dead_column(loss)
 
 
@@ -132,6 +239,7 @@ class AuxLossContract:
             class TestCKAPenalty(AuxLossContract):
                 loss_class = CKAPenalty
                 registered_name = "cka"
+                dead_agents = False  # True once it takes alive= (see the module docstring)
     """
 
     #: The auxiliary-loss class under test.
@@ -142,6 +250,8 @@ class AuxLossContract:
     widths: ClassVar[tuple[tuple[int, ...], ...]] = (WIDTHS, (6, 6))
     #: If set, the name the installed plugin registers the class under.
     registered_name: ClassVar[str | None] = None
+    #: Check it where agents die too (:func:`check_dead_rows`); off by default (module docstring).
+    dead_agents: ClassVar[bool] = False
 
     def test_options(self) -> None:
         check_options(self.loss_class, self.options)
@@ -159,6 +269,13 @@ class AuxLossContract:
     def test_dead_column(self) -> None:
         check_dead_column(build_loss(self.loss_class, self.options))
 
+    def test_dead_rows_change_nothing(self) -> None:
+        if not self.dead_agents:
+            pytest.skip("dead_agents not set: not checked where agents die")
+        loss = build_loss(self.loss_class, self.options)
+        for case in self.widths:
+            check_dead_rows(loss, case)
+
     def test_registered(self) -> None:
         if self.registered_name is None:
             pytest.skip("registered_name not set")
@@ -167,4 +284,4 @@ class AuxLossContract:
         assert get_component("loss", self.registered_name) is self.loss_class
 
 
-__all__ = ["AuxLossContract", "check_aux_loss", "make_features"]
+__all__ = ["AuxLossContract", "check_aux_loss", "check_dead_rows", "make_alive", "make_features"]

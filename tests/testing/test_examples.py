@@ -80,7 +80,7 @@ def test_loss_example_trains_with_joint_ppo(load_example, tmp_path: Path) -> Non
     from marlplug.train.run import run_training
 
     with register_plugin(load_example("loss"), name="example-loss"):
-        check_aux_loss(get_component("loss", "feature_scale"))
+        check_aux_loss(get_component("loss", "feature_scale"), dead_agents=True)
         overrides = [
             "env.agents=2",
             "train.rollout_steps=50",
