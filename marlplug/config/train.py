@@ -131,9 +131,16 @@ class TrainSection(TrainerSettings):
     )
     # 144 updates x 1000 frames = 144k frames: 259 s of training on an idle 2-core Intel Xeon
     # (`marlplug bench learn --frames 144000 --seeds 0,1,2`; the whole `marlplug train`: 4 min 34 s).
-    updates: int = Field(144, ge=1, le=10**9, description="Number of updates (one rollout each).")
+    updates: int = Field(
+        144,
+        ge=1,
+        le=10**9,
+        description="Training iterations: PPO, one rollout and its epochs each; replay-based "
+        "algorithms, algorithm.steps_per_iteration env steps then algorithm.updates_per_iteration "
+        "updates each.",
+    )
     checkpoint_every: int = Field(
-        10, ge=1, le=10**9, description="Write a checkpoint every K updates (MADDPG: iterations)."
+        10, ge=1, le=10**9, description="Write a checkpoint every K train.updates (iterations)."
     )
     # auto by default: every core on an idle machine is the fastest measured for the VMAS PPO
     # configs, and a core another process keeps busy stalls every parallel op (issue 47;
