@@ -3,7 +3,10 @@ setting's rounds on a simulated clock (:func:`measure_setting`) or on real proce
 (:func:`measure_wall`), one row per code and straggler count k.
 
 Per round the controller takes ``steps_per_iteration`` env steps and samples a minibatch (timed for
-real). On the simulated clock each agent's update runs once per round, in one call for all M agents
+real): a round is one iteration of MADDPG with ``updates_per_iteration`` = 1 (the bench builds
+MADDPG from its defaults, not from a packaged config, and
+:func:`~marlplug.bench.coded_setting.warmed_up` refuses another count), so its env steps belong to
+that round alone. On the simulated clock each agent's update runs once per round, in one call for all M agents
 through :func:`~marlplug.distributed.learner.learner_compute` (a learner holding every agent, coding
 included, timed), and a learner holding one agent is timed the same way. An agent's update does not
 depend on which other agents share the call (the ``LearnerProgram`` contract), so those rows are

@@ -17,6 +17,7 @@ from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.distributed.learner import learner_compute, state_rows
 from marlplug.envs.flat import MultiAgentEnvAdapter
+from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
 
 #: Mixed into the seed of the warm-up's minibatch, apart from the rounds' sampler.
@@ -61,8 +62,19 @@ def warmed_up(
     costs the same as on a full buffer (at M = 32 on vmas, filling the buffer with ``minibatch_size``
     transitions first took minutes). The update is timed nowhere; it takes the first call's costs
     out of the first round.
+
+    A timed round is one iteration: ``steps_per_iteration`` env steps, then one update. An
+    ``updates_per_iteration`` other than 1 in ``algorithm_options`` (MADDPG's default is 1) would
+    charge every round an iteration's env steps, so it is refused.
     """
     from marlplug.envs import make_env
+
+    updates = algorithm_options.get("updates_per_iteration", 1)
+    if updates != 1:
+        raise UserError(
+            f"bench coding: algorithm updates_per_iteration={updates}; a timed round is one "
+            "iteration of one update (updates_per_iteration 1)"
+        )
 
     env_options: dict[str, Any] = {"agents": setting.agents}
     if setting.adversaries:

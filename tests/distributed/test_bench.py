@@ -16,6 +16,7 @@ from marlplug.bench.coded_setting import Setting, warmed_up
 from marlplug.bench.paper import check_targets, read_reference, shape_summary
 from marlplug.coding import RandomSparseCode
 from marlplug.distributed.learner import learner_compute, state_rows
+from marlplug.errors import UserError
 
 #: The columns that show where coding stops paying (see marlplug.bench.coded_rounds).
 COST_COLUMNS = ("decode_s", "compute_s", "compute_per_agent_s", "round_over_uncoded_k0")
@@ -115,6 +116,17 @@ def test_one_call_for_every_agent_gives_each_learner_its_answer() -> None:
         answer = learner_compute(warm.program, row, state, batch, seed=5)
         assert torch.equal(work.coded(row), answer.coded)
     assert np.isfinite(work.ordinals.numpy()).all()
+
+
+def test_a_timed_round_is_one_iteration_of_one_update() -> None:
+    # An iteration of k > 1 updates would take its env steps once for k rounds, not every round.
+    with pytest.raises(UserError, match="updates_per_iteration=3"):
+        warmed_up(
+            Setting("cooperative_navigation", 2, (0,), 0.25, 0),
+            "mpe",
+            0,
+            {"minibatch_size": 16, "learning_starts": 16, "updates_per_iteration": 3},
+        )
 
 
 @pytest.mark.slow  # starts 2 x 3 learner processes
