@@ -1,10 +1,12 @@
-"""``marlplug bench envs --copies serial --copies processes``: a non-vectorized env's copies stepped
-in this process (``env.copies: serial``) against one worker process each (``processes``).
+"""``marlplug bench envs --copies serial --copies processes --copies ray``: a non-vectorized env's
+copies stepped in this process (``env.copies: serial``) against one worker process each
+(``processes``) and one Ray actor each (``ray``, a local Ray unless ``RAY_ADDRESS`` names a cluster).
 
-Both envs are built once (the seconds a start takes are reported apart), warmed up, then timed in
+Each env is built once (the seconds a start takes are reported apart), warmed up, then timed in
 interleaved trials (serial, processes, processes, serial, ...) of random-action steps with
 auto-resets, as :func:`marlplug.bench.env_steps.time_steps` steps them; each row gives the median
-joint steps/s summed over the copies (frames/s) and ``ratio``, processes' median over serial's.
+joint steps/s summed over the copies (frames/s), ``vs_serial``, its median over serial's, and
+``ratio``, processes' median over serial's.
 The CPU model is printed with the table: the ratio is a property of the machine (its cores, and
 what else runs on them).
 """
@@ -102,11 +104,11 @@ def compare_copies(
         for env in envs.values():
             env.close()
     medians = {mode: statistics.median(values) for mode, values in rates.items()}
-    ratio = (
-        round(medians["processes"] / medians["serial"], 2)
-        if {"serial", "processes"} <= set(medians)
-        else None
-    )
+    versus_serial = {
+        mode: round(median / medians["serial"], 2) if "serial" in medians else None
+        for mode, median in medians.items()
+    }
+    ratio = versus_serial.get("processes")
     return [
         {
             "env": env_key,
@@ -117,6 +119,7 @@ def compare_copies(
             "trials": trials,
             "trial_steps_per_s": [round(rate, 1) for rate in rates[mode]],
             "start_s": round(start_s[mode], 2),
+            "vs_serial": versus_serial[mode],
             "ratio": ratio,
         }
         for mode in modes
@@ -173,30 +176,29 @@ def run_copies_benchmark(
 
 
 def format_copies_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The human table: the CPU on the first line, then one line per row, the ratio on the
-    processes line.
+    """The human table: the CPU on the first line, then one line per row, each row but serial's
+    with its steps/s over serial's.
 
     Examples:
         >>> row = {"env": "mpe/keep_away", "agents": 2, "copies": "processes", "num_envs": 2,
-        ...        "steps_per_s": 2400.0, "trials": 5, "start_s": 9.1, "ratio": 1.85,
+        ...        "steps_per_s": 2400.0, "trials": 5, "start_s": 9.1, "vs_serial": 1.85,
         ...        "threads": 1, "cpu": "AMD EPYC"}
         >>> print(format_copies_table([row]))
         CPU: AMD EPYC; torch threads in this process: 1
-        env                                      M  copies     envs     steps/s  trials  start s  processes/serial
-        mpe/keep_away                            2  processes     2       2,400       5      9.1             1.85x
+        env                                      M  copies     envs     steps/s  trials  start s  vs serial
+        mpe/keep_away                            2  processes     2       2,400       5      9.1      1.85x
     """
     first = rows[0] if rows else {"cpu": cpu_model(), "threads": torch.get_num_threads()}
     lines = [
         f"CPU: {first['cpu']}; torch threads in this process: {first['threads']}",
         f"{'env':<40}{'M':>2}  {'copies':<10}{'envs':>5}{'steps/s':>12}{'trials':>8}"
-        f"{'start s':>9}{'processes/serial':>18}",
+        f"{'start s':>9}{'vs serial':>11}",
     ]
     for row in rows:
-        ratio = (
-            f"{row['ratio']:.2f}x" if row["ratio"] is not None and row["copies"] != "serial" else ""
-        )
+        versus = row.get("vs_serial")
+        shown = f"{versus:.2f}x" if versus is not None and row["copies"] != "serial" else ""
         lines.append(
             f"{row['env']:<40}{row['agents']:>2}  {row['copies']:<10}{row['num_envs']:>5}"
-            f"{row['steps_per_s']:>12,.0f}{row['trials']:>8}{row['start_s']:>9.1f}{ratio:>18}"
+            f"{row['steps_per_s']:>12,.0f}{row['trials']:>8}{row['start_s']:>9.1f}{shown:>11}"
         )
     return "\n".join(lines)

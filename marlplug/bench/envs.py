@@ -214,7 +214,8 @@ def _env_keys(
     multiple=True,
     type=click.Choice(COPIES),
     help="Instead of mpe vs VMAS: a non-vectorized env's copies run each of these ways (env.copies; "
-    "repeat the option: --copies serial --copies processes) side by side, with the ratio.",
+    "repeat the option: --copies serial --copies processes --copies ray) side by side, each with "
+    "its steps/s over serial's.",
 )
 @click.option(
     "--env",
@@ -246,7 +247,7 @@ def envs(
 ) -> None:
     """Joint env steps/s with random actions: PettingZoo/mpe vs VMAS, interleaved trials.
 
-    With --copies: one process against worker processes for the env copies (env.copies).
+    With --copies: the env copies in one process, in worker processes or on Ray (env.copies).
     """
     if quick:
         # A smoke run of every scenario in seconds; the numbers are not meaningful.

@@ -5,8 +5,9 @@ starts: settings the chosen algorithm ignores (aux losses under MADDPG: refused;
 fields: a warning), PPO rollouts shorter than an episode (a warning), recurrent training
 sequences that do not divide the rollout, the same loss twice (:func:`check_unique_losses`, run
 before moved entries leave the list), straggler settings that delay nobody, worker processes for
-one env copy, tracker settings of a backend the run does not log to, and a memory estimate that
-refuses runs which cannot fit in this machine's memory.
+one env copy, env copies and coded learners on two different Rays, tracker settings of a backend
+the run does not log to, and a memory estimate that refuses runs which cannot fit in this
+machine's memory.
 """
 
 from __future__ import annotations
@@ -184,10 +185,26 @@ def _check_stragglers(config: MarlplugConfig) -> None:
 
 def _check_env_copies(config: MarlplugConfig) -> None:
     # One copy always runs in the training process (marlplug.envs.copies).
-    if config.env.copies == "processes" and config.train.num_envs == 1:
+    if config.env.copies in ("processes", "ray") and config.train.num_envs == 1:
         warn(
-            "env.copies: processes does nothing with train.num_envs 1 (the one copy runs in the "
-            "training process); set train.num_envs to 2 or more"
+            f"env.copies: {config.env.copies} does nothing with train.num_envs 1 (the one copy "
+            "runs in the training process); set train.num_envs to 2 or more"
+        )
+    coding = config.coding
+    if (
+        config.env.copies == "ray"
+        and config.train.num_envs > 1
+        and coding is not None
+        and coding.backend == "ray"
+        and coding.ray_address is not None
+        and os.environ.get("RAY_ADDRESS") != coding.ray_address
+    ):
+        # The env (and its Ray) starts before the learners, which then join the Ray running.
+        raise ConfigError(
+            f"env.copies: ray joins the Ray at RAY_ADDRESS "
+            f"({os.environ.get('RAY_ADDRESS') or 'unset: a local Ray'}), and the learners would "
+            f"join that one, not coding.ray_address '{coding.ray_address}'; set "
+            f"RAY_ADDRESS={coding.ray_address}"
         )
 
 

@@ -64,7 +64,7 @@ class ComponentSpec(BaseModel):
 
 
 #: ``env.copies``: how a non-vectorized env's copies run (:mod:`marlplug.envs.copies`).
-EnvCopies = Literal["serial", "processes"]
+EnvCopies = Literal["serial", "processes", "ray"]
 
 
 class EnvSpec(ComponentSpec):
@@ -81,8 +81,9 @@ class EnvSpec(ComponentSpec):
         "serial",
         description="How the train.num_envs copies of a non-vectorized env (mpe, pettingzoo, "
         "gymnasium) run: 'serial' one after the other in the training process, 'processes' each "
-        "in its own worker process (TorchRL's ParallelEnv). The same transitions either way; "
-        "measure with `marlplug bench envs --copies serial --copies processes`. vmas batches its "
+        "in its own worker process (TorchRL's ParallelEnv), 'ray' each in a Ray actor (on the "
+        "cluster at RAY_ADDRESS, else a local Ray). The same transitions every way; measure with "
+        "`marlplug bench envs --copies serial --copies processes --copies ray`. vmas batches its "
         "copies and takes only 'serial'; evaluation envs run in the training process.",
     )
 

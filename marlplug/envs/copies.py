@@ -1,8 +1,9 @@
 """Where a non-vectorized env's ``num_envs`` copies run (``env.copies``): one after the other in this
-process (TorchRL's ``SerialEnv``, ``serial``) or one worker process per copy (TorchRL's
-``ParallelEnv``, ``processes``).
+process (TorchRL's ``SerialEnv``, ``serial``), one worker process per copy (TorchRL's
+``ParallelEnv``, ``processes``) or one Ray actor per copy, anywhere on a Ray cluster (``ray``,
+:mod:`marlplug.envs.ray_copies`).
 
-Both seed copy k with the seed TorchRL chains on from copy k - 1, so the choice changes the speed,
+All seed copy k with the seed TorchRL chains on from copy k - 1, so the choice changes the speed,
 never the transitions. ``serial`` is the default: on the idle 2-core AMD EPYC, ``marlplug bench
 envs --copies serial --copies processes`` measured processes at 0.82x serial on mpe cooperative
 navigation and 0.72x on LBF with 2 copies (docs/results/speed.md, "Env copies in worker

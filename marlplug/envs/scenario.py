@@ -71,12 +71,15 @@ class EnvScenario(ABC):
             copies: ``"serial"`` (the backend's own way: a vectorized backend batches its copies,
                 the others step them one after the other in this process) or ``"processes"``
                 (each copy of a non-vectorized env in its own worker process, TorchRL's
-                ``ParallelEnv``; the same transitions as ``"serial"`` for the same seed). One
-                copy always runs in this process.
+                ``ParallelEnv``; the same transitions as ``"serial"`` for the same seed) or
+                ``"ray"`` (each copy in a Ray actor, :mod:`marlplug.envs.ray_copies`; the same
+                transitions too). One copy always runs in this process.
 
         Raises:
-            ConfigError: ``num_envs`` below 1, an unknown ``copies``, or ``"processes"`` for a
-                vectorized backend (one copy is already a batch).
+            ConfigError: ``num_envs`` below 1, an unknown ``copies``, or ``"processes"`` or
+                ``"ray"`` for a vectorized backend (one copy is already a batch).
+            UserError: ``"ray"`` without Ray installed, or a Ray that cannot be started or
+                reached (``RAY_ADDRESS``).
         """
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ConfigError(f"num_envs: expected an integer >= 1, got {num_envs!r}")
@@ -84,21 +87,36 @@ class EnvScenario(ABC):
             raise ConfigError(f"env.copies: expected one of {', '.join(COPIES)}, got {copies!r}")
         if copies == "serial" or num_envs == 1:
             return self._build(num_envs=num_envs, seed=seed, device=device)
-        return self._build_in_processes(num_envs=num_envs, seed=seed, device=device)
+        return self._build_in_workers(copies, num_envs=num_envs, seed=seed, device=device)
 
-    def _build_in_processes(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
+    def _build_in_workers(
+        self, copies: Copies, *, num_envs: int, seed: int | None, device: str
+    ) -> EnvBase:
         # Any backend whose one copy is unbatched qualifies, plugins' included: each worker builds
         # its copy as `make(num_envs=1)` would, and the copies are seeded as SerialEnv seeds them.
         make_one = functools.partial(self._build, num_envs=1, seed=None, device=device)
         first = make_one()  # for its layout; TorchRL builds its own copies
-        batch_size, group_map = first.batch_size, getattr(first, "group_map", {})
-        first.close()
-        if batch_size:
-            raise ConfigError(
-                f"env.copies: processes runs copies of an unbatched env, but "
-                f"{self.backend}/{self.scenario} is vectorized (one copy has batch size "
-                f"{list(batch_size)}) and steps its copies as one batch; use env.copies: serial"
-            )
+        try:
+            batch_size, group_map = first.batch_size, getattr(first, "group_map", {})
+            if batch_size:
+                raise ConfigError(
+                    f"env.copies: {copies} runs copies of an unbatched env, but "
+                    f"{self.backend}/{self.scenario} is vectorized (one copy has batch size "
+                    f"{list(batch_size)}) and steps its copies as one batch; use env.copies: serial"
+                )
+            if copies == "ray":
+                from marlplug.envs.ray_copies import ray_copies  # Ray only when asked for
+
+                return ray_copies(
+                    make_one,
+                    num_envs=num_envs,
+                    seed=seed,
+                    device=device,
+                    first=first,
+                    group_map=group_map,
+                )
+        finally:
+            first.close()
         return process_copies(
             make_one, num_envs=num_envs, seed=seed, device=device, group_map=group_map
         )

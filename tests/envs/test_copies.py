@@ -84,7 +84,9 @@ def test_a_vectorized_backend_refuses_worker_processes_in_one_line() -> None:
 def test_an_unknown_choice_names_the_field_and_the_choices() -> None:
     with pytest.raises(ConfigError, match=r"env\.copies: expected one of serial, processes"):
         make_env("cooperative_navigation", num_envs=2, copies="threads")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"env\.copies: input should be 'serial' or 'processes'"):
+    with pytest.raises(
+        ConfigError, match=r"env\.copies: input should be 'serial', 'processes' or 'ray'"
+    ):
         load_config(overrides=["env.copies=threads"])
 
 
