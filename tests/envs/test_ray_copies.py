@@ -43,13 +43,18 @@ def rollout(copies: str, backend: str, scenario: str, options: dict[str, Any]) -
 
 
 def dead(actor: Any) -> bool:
+    """Whether calls to ``actor`` fail as to a dead actor within 30 s (``ray.kill`` is sent to
+    Ray's control plane, so a call right after it may still be answered)."""
     import ray
     from ray.exceptions import RayActorError
 
-    try:
-        ray.get(actor.pid.remote(), timeout=60)
-    except RayActorError:
-        return True
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.pid.remote(), timeout=30)
+        except RayActorError:
+            return True
+        time.sleep(0.1)
     return False
 
 
