@@ -32,7 +32,10 @@ from marlplug.runs.reporting import stderr_progress
 from marlplug.train.run import run_training
 
 #: BenchMARL's VMAS tasks -> the packaged config with BenchMARL's task settings.
-TASK_CONFIGS = {"balance": "balance_vmas_benchmarl.yaml"}
+TASK_CONFIGS = {
+    "balance": "balance_vmas_benchmarl.yaml",
+    "navigation": "navigation_vmas_benchmarl.yaml",
+}
 #: BenchMARL's on-policy algorithms -> marlplug PPO's critic input.
 PPO_CRITICS = {"mappo": "joint", "ippo": "local"}
 #: BenchMARL's off-policy algorithms, each marlplug's algorithm of the same name; the Q-learners act

@@ -20,6 +20,7 @@ from marlplug.bench.benchmarl import (
     ANCHOR_SCRIPT,
     BENCHMARL_MINIBATCH,
     BENCHMARL_UPDATES,
+    TASK_CONFIGS,
     anchor_script,
     benchmarl_shape,
     check_benchmarl_shape,
@@ -238,3 +239,34 @@ def test_marlplug_side_trains_the_task_config(tmp_path: Path) -> None:
     assert marlplug_fps(small) > 0
     # The run it timed is a real one: its checkpoint holds both updates.
     assert len(list(tmp_path.rglob("*.pt"))) >= 1
+
+
+#: BenchMARL 1.5.2's task settings (benchmarl/conf/task/vmas/<task>.yaml), in marlplug's names.
+BENCHMARL_TASK_SETTINGS = {
+    "balance": {
+        "agents": 4,
+        "max_steps": 100,
+        "package_mass": 5,
+        "random_package_pos_on_line": True,
+    },
+    "navigation": {
+        "agents": 3,
+        "max_steps": 100,
+        "collisions": True,
+        "agents_with_same_goal": 1,
+        "split_goals": False,
+        "observe_all_goals": False,
+        "shared_rew": False,
+        "lidar_range": 0.35,
+        "agent_radius": 0.1,
+    },
+}
+
+
+@pytest.mark.parametrize("task", sorted(TASK_CONFIGS))
+def test_each_task_config_has_benchmarls_task_settings(task: str) -> None:
+    env = task_config(task, "mappo", iterations=1, threads=1, folder="runs").env.model_dump()
+    assert env["name"] == task and env["backend"] == "vmas" and env["continuous_actions"]
+    assert {key: env[key] for key in BENCHMARL_TASK_SETTINGS[task]} == (
+        BENCHMARL_TASK_SETTINGS[task]
+    )
