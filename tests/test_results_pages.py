@@ -10,6 +10,7 @@ comes from one file.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from collections.abc import Callable, Iterator
@@ -75,8 +76,8 @@ def scores(name: str) -> list[str]:
     return [number(run.evaluation.score or 0.0, digits=3) for run in runs(name)]
 
 
-def returns(name: str) -> list[str]:
-    return [number(run.evaluation.mean) for run in runs(name)]
+def returns(name: str, *, digits: int = 1) -> list[str]:
+    return [number(run.evaluation.mean, digits=digits) for run in runs(name)]
 
 
 def wall_times(name: str) -> list[str]:
@@ -249,7 +250,7 @@ def rows_speed_env_copies() -> Iterator[str]:
             r["copies"],
             number(r["steps_per_s"], digits=0),
             number(r["start_s"], digits=1),
-            number(r["ratio"], digits=2) + "×" if r["copies"] == "processes" else "",
+            number(r["vs_serial"], digits=2) + "×" if r["copies"] != "serial" else "",
         )
 
 
@@ -612,23 +613,36 @@ def rows_many_every_algorithm() -> Iterator[str]:
 
 # --- results/benchmarl.md ---------------------------------------------------------------------
 
-#: VMAS balance with BenchMARL's task settings, 360k frames, seeds 0-2: marlplug's sweep
-#: (balance_vmas_benchmarl.yaml), then BenchMARL 1.5.2's runs (scripts/anchors/benchmarl_vmas.py).
-BENCHMARL_BALANCE = (
-    ("marlplug PPO, `balance_vmas_benchmarl.yaml`", "sweep_balance_vmas_benchmarl.json"),
-    ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_balance_mappo.json"),
-    ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_balance_ippo.json"),
-)
+#: BenchMARL's VMAS tasks with its task settings, 360k frames, seeds 0-2: marlplug's sweep of the
+#: task's config, then BenchMARL 1.5.2's runs (scripts/anchors/benchmarl_vmas.py).
+BENCHMARL_TASKS = {
+    task: (
+        (f"marlplug PPO, `{task}_vmas_benchmarl.yaml`", f"sweep_{task}_vmas_benchmarl.json"),
+        ("BenchMARL MAPPO, its fine-tuned settings", f"benchmarl_{task}_mappo.json"),
+        ("BenchMARL IPPO, its fine-tuned settings", f"benchmarl_{task}_ippo.json"),
+    )
+    for task in ("balance", "navigation")
+}
+#: Decimals of each task's returns (navigation's team returns are about 3).
+BENCHMARL_DIGITS = {"balance": 1, "navigation": 2}
 #: BenchMARL's MAPPO with marlplug's settings where it has them, 120k frames, seed 0.
 BENCHMARL_MARLPLUG_SETTINGS = "benchmarl_balance_mappo_marlplug_settings.json"
-#: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms.
-BENCHMARL_SPEED = ("benchmarl_speed_balance_ppo.json", "benchmarl_speed_balance_replay.json")
+#: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms at one update of
+#: 1,024 an iteration and at BenchMARL's own 1,000 updates of 128.
+BENCHMARL_SPEED = (
+    "benchmarl_speed_balance_ppo.json",
+    "benchmarl_speed_balance_replay.json",
+    "benchmarl_speed_balance_replay_1000.json",
+)
+#: The shape of rows measured before the bench wrote it: one update of 1,024 an iteration.
+BENCHMARL_FIRST_REPLAY_SHAPE = {"updates_per_iteration": 1, "minibatch_size": 1024}
 
 
-def rows_benchmarl_balance() -> Iterator[str]:
+def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
     """Each side's final team return per seed, their IQM, and P(marlplug beats a run of it)."""
-    ours = BENCHMARL_BALANCE[0][1]
-    for label, name in BENCHMARL_BALANCE:
+    sides = BENCHMARL_TASKS[task]
+    ours = sides[0][1]
+    for label, name in sides:
         beats = ""
         if name != ours:
             (value,) = comparison(name, ours, metric="return").improvement.values()
@@ -636,24 +650,28 @@ def rows_benchmarl_balance() -> Iterator[str]:
         yield row(
             label,
             f"[`{name}`](../data/{name})",
-            " / ".join(returns(name)),
-            iqm(name, metric="return", digits=1),
+            " / ".join(returns(name, digits=BENCHMARL_DIGITS[task])),
+            iqm(name, metric="return", digits=BENCHMARL_DIGITS[task]),
             beats,
         )
 
 
-def rows_benchmarl_balance_curves() -> Iterator[str]:
+def rows_benchmarl_curves(task: str) -> Iterator[str]:
     """Each side's periodic evaluations, the mean over its seeds, every 60k frames."""
-    for label, name in BENCHMARL_BALANCE:
+    digits = BENCHMARL_DIGITS[task]
+    for label, name in BENCHMARL_TASKS[task]:
         points = zip(*(run.curve for run in runs(name)), strict=True)
-        yield row(label, *(number(statistics.mean(p.mean for p in point)) for point in points))
+        yield row(
+            label,
+            *(number(statistics.mean(p.mean for p in point), digits=digits) for point in points),
+        )
 
 
 def rows_benchmarl_settings() -> Iterator[str]:
     """Team return at 60k and 120k frames: marlplug's three seeds (their 20-episode periodic
     evaluations) and BenchMARL's MAPPO with marlplug's settings (100 episodes)."""
     for label, name in (
-        ("marlplug PPO, seeds 0 / 1 / 2", BENCHMARL_BALANCE[0][1]),
+        ("marlplug PPO, seeds 0 / 1 / 2", BENCHMARL_TASKS["balance"][0][1]),
         ("BenchMARL MAPPO, marlplug's settings, seed 0", BENCHMARL_MARLPLUG_SETTINGS),
     ):
         seeds = runs(name)
@@ -674,10 +692,13 @@ def rows_benchmarl_settings() -> Iterator[str]:
 
 def rows_benchmarl_speed() -> Iterator[str]:
     for name in BENCHMARL_SPEED:
-        for result in load(name):
+        for measured in load(name):
+            result = {**BENCHMARL_FIRST_REPLAY_SHAPE, **measured}
             yield row(
                 f"`{result['algorithm']}`",
                 number(result["frames_per_iteration"], digits=0),
+                number(result["updates_per_iteration"], digits=0),
+                number(result["minibatch_size"], digits=0),
                 number(result["marlplug_fps"], digits=0),
                 number(result["benchmarl_fps"], digits=0),
                 f"{result['ratio']:.2f}×",
@@ -717,8 +738,11 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "many agents: step and penalty at 64 and 128": ("many-agents.md", rows_many_loss_m64),
     "many agents: MADDPG": ("many-agents.md", rows_many_maddpg),
     "many agents: every algorithm": ("many-agents.md", rows_many_every_algorithm),
-    "benchmarl: balance": ("benchmarl.md", rows_benchmarl_balance),
-    "benchmarl: balance curves": ("benchmarl.md", rows_benchmarl_balance_curves),
+    **{
+        f"benchmarl: {task}{part}": ("benchmarl.md", functools.partial(rows, task))
+        for task in BENCHMARL_TASKS
+        for part, rows in (("", rows_benchmarl_equal_frames), (" curves", rows_benchmarl_curves))
+    },
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),
 }
