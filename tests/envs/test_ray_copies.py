@@ -233,7 +233,7 @@ def test_bench_envs_runs_ray_copies_beside_serial(
     assert [row["copies"] for row in rows] == ["serial", "ray"]
     serial, on_ray = rows
     assert on_ray["vs_serial"] == pytest.approx(
-        on_ray["steps_per_s"] / serial["steps_per_s"], abs=0.01
+        on_ray["steps_per_s"] / serial["steps_per_s"], rel=0.01
     )
 
 
