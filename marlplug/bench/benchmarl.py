@@ -35,6 +35,7 @@ from marlplug.train.run import run_training
 TASK_CONFIGS = {
     "balance": "balance_vmas_benchmarl.yaml",
     "navigation": "navigation_vmas_benchmarl.yaml",
+    "sampling": "sampling_vmas_benchmarl.yaml",
 }
 #: BenchMARL's on-policy algorithms -> marlplug PPO's critic input.
 PPO_CRITICS = {"mappo": "joint", "ippo": "local"}

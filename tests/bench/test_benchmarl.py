@@ -260,6 +260,16 @@ BENCHMARL_TASK_SETTINGS = {
         "lidar_range": 0.35,
         "agent_radius": 0.1,
     },
+    "sampling": {
+        "agents": 3,
+        "max_steps": 100,
+        "shared_rew": False,
+        "n_gaussians": 3,
+        "lidar_range": 0.2,
+        "cov": 0.05,
+        "collisions": True,
+        "spawn_same_pos": False,
+    },
 }
 
 
