@@ -147,6 +147,16 @@ class CodingSection(Options):
     round_timeout_s: float = Field(
         60.0, gt=0, le=MAX_WAIT_S, description="Re-dispatch after this long (seconds)."
     )
+    # 120 s covers a learner's start here (a fork server's imports, or a Ray actor on a warm node);
+    # a loaded CI machine or a cluster whose nodes pull images or start cold can take longer.
+    start_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=MAX_WAIT_S,
+        description="How long the first round waits for enough learners to be ready (seconds); "
+        "raise it on a busy machine or a cluster whose nodes start slowly. Start-up does not "
+        "count against round_timeout_s.",
+    )
     stragglers: StragglerSection = Field(default_factory=StragglerSection)
 
 

@@ -177,7 +177,7 @@ class LearnerStarts:
         return LearnerStartError(
             f"{self.backend.name} backend: learners {waiting} were not ready within "
             f"{self.backend.start_timeout_s:g} s, and learners {sorted(self.ready)} alone cannot "
-            f"decode a round{recent}"
+            f"decode a round{recent}; if they are only slow to start, raise coding.start_timeout_s"
         )
 
 

@@ -124,14 +124,25 @@ def make_executor(config: MarlplugConfig, program: LearnerProgram) -> Executor:
 
 
 def make_backend(coding: CodingSection) -> Backend | None:
-    """The learner backend a ``coding:`` section asks for (``None`` for the simulated clock)."""
+    """The learner backend a ``coding:`` section asks for (``None`` for the simulated clock), waiting
+    ``coding.start_timeout_s`` for its learners to start.
+
+    Examples:
+        >>> from marlplug.config import load_config
+        >>> coding = {"scheme": "mds", "learners": 5, "start_timeout_s": 600}
+        >>> backend = make_backend(load_config(data={"coding": coding}).coding)
+        >>> backend.name, backend.num_learners, backend.start_timeout_s
+        ('local', 5, 600.0)
+    """
     if coding.clock == "simulated":
         return None
     if coding.backend == "ray":
         from marlplug.distributed.backends.ray import RayBackend
 
-        return RayBackend(coding.learners, address=coding.ray_address)
-    return LocalBackend(coding.learners)
+        return RayBackend(
+            coding.learners, address=coding.ray_address, start_timeout_s=coding.start_timeout_s
+        )
+    return LocalBackend(coding.learners, start_timeout_s=coding.start_timeout_s)
 
 
 def build_controller(config: MarlplugConfig, program: LearnerProgram) -> CodedController:

@@ -26,7 +26,7 @@ def test_ray_rounds_decode_exactly_and_survive_a_killed_actor() -> None:
     program = LinearProgram(2)
     scheme = MDSCode()
     matrix = scheme.assignment_matrix(2, 3, 0)
-    backend = RayBackend(3, num_cpus=2)
+    backend = RayBackend(3, num_cpus=2, start_timeout_s=600)  # a loaded CI machine
     stragglers = StragglerModel(count=1, delay_s=30.0, seed=0)
     state = reference = AgentUpdate(*program.init_state(0))
     with CodedController(
@@ -77,7 +77,7 @@ def test_a_local_ray_listens_on_loopback_only_and_keeps_stdout_clean(
 
     program = LinearProgram(2)
     scheme = MDSCode()
-    backend = RayBackend(3, num_cpus=2)
+    backend = RayBackend(3, num_cpus=2, start_timeout_s=600)  # a loaded CI machine
     theta, opt_state = program.init_state(0)
     out, err = "", ""
     with CodedController(

@@ -26,6 +26,10 @@ from tests.distributed.test_run_resume import SMALL as RESUME_SMALL
 
 pytest.importorskip("ray")
 
+#: How long the learners may take to start (``coding.start_timeout_s``; 120 s by default): actors
+#: on a 3-node cluster that shares a loaded CI machine's cores took longer than 120 s once.
+START_TIMEOUT_S = 600
+
 #: test_run_resume's small MADDPG (a round every 10-step iteration from the second on), with a
 #: buffer that does not wrap and a checkpoint after every iteration.
 SMALL = [*RESUME_SMALL, "algorithm.buffer_size=200", "train.checkpoint_every=1"]
@@ -34,6 +38,7 @@ CODED = [
     "coding.learners=5",
     "coding.backend=ray",
     "coding.round_timeout_s=20",
+    f"coding.start_timeout_s={START_TIMEOUT_S}",
     "coding.stragglers.count=1",
     "coding.stragglers.delay_s=0.05",
 ]
@@ -147,7 +152,7 @@ def test_learners_spread_over_the_nodes_and_move_to_the_nodes_left_when_one_is_l
     workers = [nodes.add_node(num_cpus=1) for _ in range(2)]
     nodes.wait_for_nodes()
     program, scheme = LinearProgram(2), MDSCode()
-    backend = RayBackend(3, address=nodes.address)
+    backend = RayBackend(3, address=nodes.address, start_timeout_s=START_TIMEOUT_S)
     state = reference = AgentUpdate(*program.init_state(0))
     try:
         with CodedController(
@@ -228,7 +233,7 @@ def test_actors_killed_and_a_node_lost_from_start_up_on_end_as_centralized() -> 
     nodes.wait_for_nodes()
     program, batch = maddpg_program(3)
     scheme = MDSCode()
-    backend = RayBackend(5, address=nodes.address)
+    backend = RayBackend(5, address=nodes.address, start_timeout_s=START_TIMEOUT_S)
     state = reference = AgentUpdate(*program.init_state(0))
     restarted: list[int] = []
     failures: list[str] = []
