@@ -225,6 +225,7 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
     assert "losses" not in resolved
     assert set(resolved["train"]) == {
         "updates",
+        "max_minutes",
         "num_envs",
         "checkpoint_every",
         "max_nonfinite_steps",

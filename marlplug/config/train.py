@@ -139,6 +139,21 @@ class TrainSection(TrainerSettings):
         "algorithms, algorithm.steps_per_iteration env steps then algorithm.updates_per_iteration "
         "updates each.",
     )
+    # Comparing frameworks "at equal wall time" (issue 45: 20-minute runs against BenchMARL) needs
+    # a run that ends on the clock; train.updates stays the upper bound. The clock is the run's
+    # own, across resumes: each checkpoint stores the wall time spent up to it
+    # (marlplug.train.budget), so a run stopped and resumed gets the budget once, not per part.
+    max_minutes: float | None = Field(
+        None,
+        gt=0.0,
+        le=10**7,
+        description="Wall-time budget in minutes: stop at the first update (iteration) boundary "
+        "after this much wall time, counted from the start of training (after the env, "
+        "networks and learners are built; periodic evaluations included) and, for a resumed run, including "
+        "its earlier parts up to their last checkpoint; then end as after the last update "
+        "(checkpoint, final evaluation, summary), with train.updates still the upper bound. "
+        "null: no budget.",
+    )
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K train.updates (iterations)."
     )

@@ -66,6 +66,7 @@ from marlplug.runs.run_logger import RunLogger
 from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
 from marlplug.runs.summary import plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
+from marlplug.train.budget import WallBudget
 from marlplug.train.components import learner_algorithm, training_env
 from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
@@ -83,6 +84,8 @@ LEARNING_CURVE_NAME = "learning_curve.png"
 #: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
 HISTORY_KEY = "history"
 ROUND_LOGS_KEY = "round_logs"
+#: The checkpoint entry holding the run's wall time up to it (``train.max_minutes`` across resumes).
+WALL_SECONDS_KEY = "wall_seconds"
 #: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
 #: rounds.csv has them all).
 TIMELINE_ROUNDS = 40
@@ -220,6 +223,7 @@ class _Run:
         self.checkpoint = folder / CHECKPOINT_NAME
         self.saved_iteration: int | None = None
         self.auto_threads: AutoThreads | None = None
+        self.budget = WallBudget(config.train.max_minutes)
 
     def go(self, state: dict[str, Any] | None) -> TrainResult:
         if state is not None:
@@ -251,6 +255,7 @@ class _Run:
             )
             self.round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
             self.evaluations.extend(evaluations_from_checkpoint(loaded.get(EVALUATIONS_KEY, [])))
+            self.budget.earlier_s = float(loaded.get(WALL_SECONDS_KEY, 0.0))
             restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
 
         changes = config_changes(loaded.get(CONFIG_KEY), self.config)
@@ -266,6 +271,7 @@ class _Run:
                 ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in self.round_logs],
                 EVALUATIONS_KEY: evaluations_for_checkpoint(self.evaluations),
                 CONFIG_KEY: resolved_dict(self.config),
+                WALL_SECONDS_KEY: self.budget.elapsed_s(),
             },
         )
         self.saved_iteration = self.training.iterations
@@ -290,13 +296,16 @@ class _Run:
         self._note_waiting()
         start_steps, start = training.env_steps, time.perf_counter()
         latest = self.history[-1] if self.history else None
+        # Every call trains at least one update, unless a resumed run's earlier parts spent it all.
+        out_of_time = self._out_of_time(earlier_only=True)
+        resumed_spent = out_of_time
         with (
             stop_requests() as stop,
             ProgressBar(self.show, self.total, training.iterations, latest=latest) as advance,
             result.rounds_csv.open("a", newline="") as rows,
         ):
             writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")
-            while training.iterations < self.total and not stop.requested:
+            while training.iterations < self.total and not stop.requested and not out_of_time:
                 log = self._step()
                 result.iterations.append(log)
                 returns = iteration_returns(log, training.program.num_agents)
@@ -306,11 +315,26 @@ class _Run:
                 self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
                 if returns is not None:
                     self.history.append(returns)
-                self._evaluate(logger)
+                # Checked once per iteration, at its end: a run out of time ends here as a run
+                # ends after train.updates (final evaluation and checkpoint).
+                out_of_time = self._out_of_time()
+                self._evaluate(logger, out_of_time=out_of_time)
                 every = self.config.train.checkpoint_every
-                if training.iterations % every == 0 or training.iterations == self.total:
+                if (
+                    training.iterations % every == 0
+                    or training.iterations == self.total
+                    or out_of_time
+                ):
                     self.save()
                 advance(returns)
+            if out_of_time:
+                self.notes.append(
+                    self.budget.stop_note(
+                        update=training.iterations,
+                        updates=self.config.train.updates,
+                        before_resume=resumed_spent,
+                    )
+                )
             if stop.signal_number is not None:
                 if self.saved_iteration != training.iterations:
                     self.save()
@@ -322,13 +346,20 @@ class _Run:
                 )
         return self._finish(result, start_steps, time.perf_counter() - start, logger)
 
-    def _evaluate(self, logger: RunLogger) -> None:
-        """Evaluate the policy when ``train.eval_every`` says so; log it at the update's step."""
+    def _out_of_time(self, *, earlier_only: bool = False) -> bool:
+        """Whether ``train.max_minutes`` ends the run before ``train.updates`` (``earlier_only``:
+        spent by the run's earlier parts, before this resume)."""
+        spent = self.budget.spent_before() if earlier_only else self.budget.spent()
+        return spent and self.training.iterations < self.config.train.updates
+
+    def _evaluate(self, logger: RunLogger, *, out_of_time: bool = False) -> None:
+        """Evaluate the policy when ``train.eval_every`` says so, or for the last time when the
+        run is ``out_of_time``; log it at the update's step."""
         training, evaluation = self.training, self.evaluation
-        # The run's end is train.updates: a call stopped early (run(iterations=...)) and resumed
-        # evaluates as a run never stopped.
+        # The run's end is train.updates or its wall-time budget: a call stopped early
+        # (run(iterations=...)) and resumed evaluates as a run never stopped.
         end = self.config.train.updates
-        if evaluation is None or not evaluation.due(training.iterations, end):
+        if evaluation is None or not (out_of_time or evaluation.due(training.iterations, end)):
             return
         start = time.perf_counter()
         try:
@@ -336,7 +367,7 @@ class _Run:
                 training.theta,
                 update=training.iterations,
                 frames=training.env_steps,
-                final=training.iterations == end,
+                final=out_of_time or training.iterations == end,
             )
         except UserError as error:  # e.g. episodes that never end: training goes on without it
             self.evaluation = None
