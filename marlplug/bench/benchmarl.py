@@ -3,8 +3,8 @@ algorithm on the same VMAS task, with the same frames per iteration and optimize
 
 BenchMARL is an anchor, never a dependency: it trains in its own virtualenv (``--python``, made by
 ``bash scripts/anchors/setup_benchmarl.sh``), through ``scripts/anchors/benchmarl_vmas.py`` with
-its ``matched`` preset, whose iteration shape is read off marlplug's config here
-(:func:`matched_arguments`): PPO's rollout, minibatch and epochs for MAPPO and IPPO; for the
+its ``matched`` preset, whose iteration shape is read off marlplug's config
+(:mod:`marlplug.bench.benchmarl_shape`): PPO's rollout, minibatch and epochs for MAPPO and IPPO; for the
 replay-based algorithms (MADDPG, IDDPG, MASAC, ISAC, IQL, VDN, QMIX) the frames an iteration
 collects, the updates after it (marlplug's ``algorithm.updates_per_iteration``, BenchMARL's
 ``off_policy_n_optimizer_steps``) and their minibatch (``algorithm.minibatch_size``,
@@ -26,6 +26,13 @@ from typing import Any
 
 import click
 
+from marlplug.bench.benchmarl_shape import (
+    REPLAY_ALGORITHMS,
+    check_benchmarl_shape,
+    frames_per_iteration,
+    iteration_shape,
+    matched_arguments,
+)
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.errors import UserError
 from marlplug.runs.reporting import stderr_progress
@@ -39,9 +46,8 @@ TASK_CONFIGS = {
 }
 #: BenchMARL's on-policy algorithms -> marlplug PPO's critic input.
 PPO_CRITICS = {"mappo": "joint", "ippo": "local"}
-#: BenchMARL's off-policy algorithms, each marlplug's algorithm of the same name; the Q-learners act
-#: in discrete actions, the others in VMAS's continuous ones.
-REPLAY_ALGORITHMS = ("maddpg", "iddpg", "masac", "isac", "iql", "vdn", "qmix")
+#: The replay-based algorithms (:data:`REPLAY_ALGORITHMS`) that act in discrete actions: the
+#: Q-learners; the others act in VMAS's continuous ones.
 DISCRETE = frozenset({"iql", "vdn", "qmix"})
 #: A replay-based iteration: steps per copy (6,000 frames from the task config's 60 copies), and
 #: by default one update of 1,024 transitions after it.
@@ -156,81 +162,6 @@ def task_config(
     )
 
 
-def iteration_shape(config: MarlplugConfig) -> dict[str, int]:
-    """One iteration of ``config`` as both sides run it: the frames it collects
-    (``frames_per_iteration``) from ``n_envs`` copies, then ``updates_per_iteration`` optimizer
-    steps on minibatches of ``minibatch_size``.
-
-    Raises:
-        UserError: a PPO config whose epochs are not whole minibatches of one size (BenchMARL's
-            on-policy loop has no other shape).
-
-    Examples:
-        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs",
-        ...                      updates_per_iteration=1000, replay_minibatch=128)
-        >>> iteration_shape(config)
-        {'frames_per_iteration': 6000, 'n_envs': 60, 'updates_per_iteration': 1000, 'minibatch_size': 128}
-    """
-    train = config.train
-    options: Any = config.algorithm.options
-    if config.algorithm.name in REPLAY_ALGORITHMS:
-        return {
-            "frames_per_iteration": options.steps_per_iteration * train.num_envs,
-            "n_envs": train.num_envs,
-            "updates_per_iteration": options.updates_per_iteration,
-            "minibatch_size": options.minibatch_size,
-        }
-    frames = train.num_envs * train.rollout_steps
-    capped = train.max_minibatches_per_epoch is not None
-    if not train.iterate_all_minibatches or capped or frames % train.minibatch_size:
-        raise UserError(
-            "bench benchmarl: the config must iterate over all minibatches of equal size "
-            "(train.iterate_all_minibatches: true, no train.max_minibatches_per_epoch, a minibatch "
-            "size that divides the rollout)"
-        )
-    return {
-        "frames_per_iteration": frames,
-        "n_envs": train.num_envs,
-        "updates_per_iteration": train.n_epochs * frames // train.minibatch_size,
-        "minibatch_size": train.minibatch_size,
-    }
-
-
-def matched_arguments(config: MarlplugConfig) -> list[str]:
-    """BenchMARL's ``matched`` preset with ``config``'s :func:`iteration_shape`: the runner sets
-    BenchMARL's collected frames per batch and env copies, its minibatch size and
-    ``--minibatch-iters``. BenchMARL 1.5.2 loops ``n_optimizer_steps`` times over
-    ``ceil(train_batch_size / train_minibatch_size)`` minibatch steps
-    (``Experiment._collection_loop``): off-policy that is ``off_policy_n_optimizer_steps`` updates
-    of ``off_policy_train_batch_size`` (one minibatch each), so ``--minibatch-iters`` is the
-    updates; on-policy, ``on_policy_n_minibatch_iters`` passes over the whole rollout in
-    minibatches of ``on_policy_minibatch_size``, so it is PPO's epochs (``train.n_epochs``).
-
-    Examples:
-        >>> from marlplug import load_config
-        >>> config = load_config(data={"train": {"num_envs": 60, "rollout_steps": 100,
-        ...     "minibatch_size": 600, "n_epochs": 4, "iterate_all_minibatches": True}})
-        >>> matched_arguments(config)  # 4 epochs of 10 minibatches: 40 steps on both sides
-        ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '600', '--minibatch-iters', '4']
-        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs")
-        >>> matched_arguments(config)
-        ['--preset', 'matched', '--frames-per-batch', '6000', '--n-envs', '60', '--minibatch-size', '1024', '--minibatch-iters', '1']
-    """
-    shape = iteration_shape(config)
-    replay = config.algorithm.name in REPLAY_ALGORITHMS
-    iters = shape["updates_per_iteration"] if replay else config.train.n_epochs
-    return [
-        *("--preset", "matched", "--frames-per-batch", str(shape["frames_per_iteration"])),
-        *("--n-envs", str(shape["n_envs"]), "--minibatch-size", str(shape["minibatch_size"])),
-        *("--minibatch-iters", str(iters)),
-    ]
-
-
-def frames_per_iteration(config: MarlplugConfig) -> int:
-    """Frames (joint env steps) one iteration collects."""
-    return iteration_shape(config)["frames_per_iteration"]
-
-
 def marlplug_fps(config: MarlplugConfig) -> float:
     """marlplug's frames/s: the median iteration after the first, collection and update."""
     result = run_training(config)
@@ -270,61 +201,6 @@ def benchmarl_fps(
         tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
         raise click.ClickException(f"BenchMARL's run failed: {tail[0]}")
     return dict(json.loads(out.read_text()))
-
-
-def benchmarl_shape(settings: dict[str, Any], *, on_policy: bool) -> dict[str, int]:
-    """The iteration shape a BenchMARL run's ``settings`` give (as :func:`iteration_shape` counts:
-    frames, optimizer steps, minibatch), with BenchMARL 1.5.2's loop (see
-    :func:`matched_arguments`).
-
-    Examples:
-        >>> benchmarl_shape({"on_policy_collected_frames_per_batch": 6000,
-        ...     "on_policy_minibatch_size": 600, "on_policy_n_minibatch_iters": 4}, on_policy=True)
-        {'frames_per_iteration': 6000, 'updates_per_iteration': 40, 'minibatch_size': 600}
-    """
-    if on_policy:
-        frames = settings["on_policy_collected_frames_per_batch"]
-        minibatch = settings["on_policy_minibatch_size"]
-        steps = settings["on_policy_n_minibatch_iters"] * -(-frames // minibatch)
-    else:
-        frames = settings["off_policy_collected_frames_per_batch"]
-        minibatch = settings["off_policy_train_batch_size"]
-        steps = settings["off_policy_n_optimizer_steps"]
-    return {
-        "frames_per_iteration": frames,
-        "updates_per_iteration": steps,
-        "minibatch_size": minibatch,
-    }
-
-
-def check_benchmarl_shape(result: dict[str, Any], config: MarlplugConfig) -> None:
-    """Check that BenchMARL's run had ``config``'s iteration shape: its ``settings``, and the
-    optimizer steps the runner counted in each iteration.
-
-    Raises:
-        click.ClickException: a count differs (the runner did not pass the shape on).
-
-    Examples:
-        >>> config = task_config("balance", "iql", iterations=2, threads=1, folder="runs")
-        >>> settings = {"off_policy_collected_frames_per_batch": 6000,
-        ...     "off_policy_n_optimizer_steps": 1, "off_policy_train_batch_size": 1024}
-        >>> check_benchmarl_shape({"settings": settings, "iterations": []}, config)
-        >>> check_benchmarl_shape({"settings": settings, "iterations": [{"optimizer_steps": 10}]},
-        ...                       config)
-        Traceback (most recent call last):
-        ...
-        click.exceptions.ClickException: BenchMARL ran 10 for updates_per_iteration, marlplug 1: not the same shape
-    """
-    ours = iteration_shape(config)
-    on_policy = config.algorithm.name not in REPLAY_ALGORITHMS
-    ran_shape = benchmarl_shape(result["settings"], on_policy=on_policy)
-    counted = {row["optimizer_steps"] for row in result["iterations"] if "optimizer_steps" in row}
-    ran_steps = [("updates_per_iteration", steps) for steps in sorted(counted)]
-    for name, ran in [*ran_shape.items(), *ran_steps]:
-        if ran != ours[name]:
-            raise click.ClickException(
-                f"BenchMARL ran {ran} for {name}, marlplug {ours[name]}: not the same shape"
-            )
 
 
 def run_pairs(

@@ -22,14 +22,16 @@ from marlplug.bench.benchmarl import (
     BENCHMARL_UPDATES,
     TASK_CONFIGS,
     anchor_script,
+    format_rows,
+    marlplug_fps,
+    task_config,
+)
+from marlplug.bench.benchmarl_shape import (
     benchmarl_shape,
     check_benchmarl_shape,
-    format_rows,
     frames_per_iteration,
     iteration_shape,
-    marlplug_fps,
     matched_arguments,
-    task_config,
 )
 from marlplug.experiments.compare import compare, gather
 from marlplug.experiments.results import load_results
@@ -46,25 +48,29 @@ def runner() -> ModuleType:
     return module
 
 
-def test_a_python_without_benchmarl_is_one_line_with_exit_2() -> None:
+@pytest.mark.parametrize(
+    ("python", "says"),
+    [
+        pytest.param(sys.executable, "cannot import benchmarl", id="python-without-benchmarl"),
+        pytest.param("README.md", "cannot be run", id="not-a-program"),
+    ],
+)
+def test_a_bad_python_is_one_line_with_exit_2(python: str, says: str) -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "marlplug.cli.main",
-            "bench",
-            "benchmarl",
-            "--python",
-            sys.executable,
-        ],
+        [sys.executable, "-m", "marlplug.cli.main", "bench", "benchmarl", "--python", python],
         capture_output=True,
         text=True,
         check=False,
+        cwd=ROOT,
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "--python" in lines[0] and "setup_benchmarl.sh" in lines[0]
+    assert lines[0].startswith(f"error: --python: {python} {says}"), lines[0]
+    assert "setup_benchmarl.sh" in lines[0]
+
+
+def test_the_anchor_script_is_found_in_the_checkout() -> None:
     assert anchor_script() == ROOT / ANCHOR_SCRIPT
 
 
@@ -114,20 +120,6 @@ def test_runs_merge_into_a_results_file_that_compare_reads(tmp_path: Path) -> No
     comparison = compare(gather([(results, loaded)]), metric="return")
     assert list(comparison.aggregates) == ["benchmarl-mappo"]
     assert comparison.seeds["benchmarl-mappo"] == [0, 1]
-
-
-def test_a_python_that_is_not_a_program_is_one_line_with_exit_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "marlplug.cli.main", "bench", "benchmarl", "--python", "README.md"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: --python: README.md cannot be run"), lines[0]
 
 
 def test_both_sides_get_the_same_iteration_shape() -> None:
