@@ -16,40 +16,14 @@ from marlplug.config.checks import ConfigWarning
 from marlplug.envs import available_envs, make_env
 from marlplug.errors import ConfigError
 from marlplug.train import run_training
-
-#: (backend, scenario, options): the three non-vectorized backends, one task each.
-NON_VECTORIZED: list[tuple[str, str, dict[str, Any]]] = [
-    # nearest first: a transform over the batched env, as a run's config has it.
-    ("mpe", "cooperative_navigation", {"agents": 3, "entity_order": "nearest"}),
-    # two groups of one agent each
-    ("pettingzoo", "simple_speaker_listener", {}),
-    # action masks; episodes of 10 steps so the rollout crosses resets
-    ("gymnasium", "Foraging-8x8-2p-2f-coop-v3", {"max_steps": 10}),
-]
-
-
-def rollout(copies: str, backend: str, scenario: str, options: dict[str, Any]) -> Any:
-    env = make_env(scenario, backend=backend, num_envs=2, seed=5, copies=copies, **options)
-    try:
-        torch.manual_seed(0)  # the random actions
-        return env.rollout(30, break_when_any_done=False), env.group_map
-    finally:
-        env.close()
+from tests.envs.copies_checks import NON_VECTORIZED, assert_serial_transitions, small_run
 
 
 @pytest.mark.parametrize(("backend", "scenario", "options"), NON_VECTORIZED)
 def test_worker_processes_give_the_serial_transitions(
     backend: str, scenario: str, options: dict[str, Any]
 ) -> None:
-    if backend == "gymnasium":
-        pytest.importorskip("lbforaging")
-    serial, serial_groups = rollout("serial", backend, scenario, options)
-    processes, process_groups = rollout("processes", backend, scenario, options)
-    assert process_groups == serial_groups
-    assert set(processes.keys(True, True)) == set(serial.keys(True, True))
-    assert bool(serial["next", "done"].any())  # the copies were reset along the way
-    for key in serial.keys(True, True):
-        assert torch.equal(processes[key], serial[key]), key
+    assert_serial_transitions("processes", backend, scenario, options, num_envs=2)
 
 
 def test_the_copies_run_where_the_option_says() -> None:
@@ -110,21 +84,7 @@ def test_the_config_carries_the_choice_to_the_training_env() -> None:
 
 
 def _trained_state(copies: str, folder: Path) -> torch.Tensor:
-    config = load_config(
-        data={
-            "env": {"name": "cooperative_navigation", "agents": 2, "copies": copies},
-            "train": {
-                "num_envs": 2,
-                "rollout_steps": 25,
-                "minibatch_size": 25,
-                "n_epochs": 1,
-                "updates": 2,
-                "eval_every": 0,
-            },
-            "logging": {"dir": str(folder), "progress": False},
-        }
-    )
-    result = run_training(config)
+    result = run_training(load_config(data=small_run(copies, folder)))
     return torch.cat([result.theta.flatten(), result.opt_state.flatten()])
 
 

@@ -23,23 +23,7 @@ from marlplug.envs import available_envs, make_env
 from marlplug.errors import ConfigError, UserError
 from marlplug.runs.run_config import load_run_config
 from marlplug.train import run_training
-
-#: (backend, scenario, options): mpe (a transform over the batched env, as a run has it) and the
-#: other non-vectorized backends, one task each.
-NON_VECTORIZED: list[tuple[str, str, dict[str, Any]]] = [
-    ("mpe", "cooperative_navigation", {"agents": 3, "entity_order": "nearest"}),
-    ("pettingzoo", "simple_speaker_listener", {}),  # two groups of one agent each
-    ("gymnasium", "Foraging-8x8-2p-2f-coop-v3", {"max_steps": 10}),  # action masks, resets
-]
-
-
-def rollout(copies: str, backend: str, scenario: str, options: dict[str, Any]) -> Any:
-    env = make_env(scenario, backend=backend, num_envs=3, seed=5, copies=copies, **options)
-    try:
-        torch.manual_seed(0)  # the random actions
-        return env.rollout(30, break_when_any_done=False), env.group_map
-    finally:
-        env.close()
+from tests.envs.copies_checks import NON_VECTORIZED, assert_serial_transitions, small_run
 
 
 def dead(actor: Any) -> bool:
@@ -133,7 +117,7 @@ def test_an_exception_mid_training_kills_the_actors_and_shuts_ray_down(
 
     monkeypatch.setattr(RayCopies, "start", start)
     monkeypatch.setattr(orchestrator._Run, "save", fail)
-    config = load_config(data=_small_run("ray", tmp_path))
+    config = load_config(data=small_run("ray", tmp_path))
     with pytest.raises(RuntimeError, match="failed mid-training"):
         run_training(config)
     assert len(pids) == 2
@@ -176,34 +160,11 @@ def ray_running() -> Iterator[None]:
 def test_ray_actors_give_the_serial_transitions(
     ray_running: None, backend: str, scenario: str, options: dict[str, Any]
 ) -> None:
-    if backend == "gymnasium":
-        pytest.importorskip("lbforaging")
-    serial, serial_groups = rollout("serial", backend, scenario, options)
-    on_ray, ray_groups = rollout("ray", backend, scenario, options)
-    assert ray_groups == serial_groups
-    assert set(on_ray.keys(True, True)) == set(serial.keys(True, True))
-    assert bool(serial["next", "done"].any())  # the copies were reset along the way
-    for key in serial.keys(True, True):
-        assert torch.equal(on_ray[key], serial[key]), key
-
-
-def _small_run(copies: str, folder: Path) -> dict[str, Any]:
-    return {
-        "env": {"name": "cooperative_navigation", "agents": 2, "copies": copies},
-        "train": {
-            "num_envs": 2,
-            "rollout_steps": 25,
-            "minibatch_size": 25,
-            "n_epochs": 1,
-            "updates": 2,
-            "eval_every": 0,
-        },
-        "logging": {"dir": str(folder), "progress": False},
-    }
+    assert_serial_transitions("ray", backend, scenario, options, num_envs=3)
 
 
 def _stopped_and_resumed(copies: str, folder: Path) -> torch.Tensor:
-    first = run_training(load_config(data=_small_run(copies, folder)), updates=1)
+    first = run_training(load_config(data=small_run(copies, folder)), updates=1)
     resumed = run_training(load_run_config(first.run_dir), resume_dir=first.run_dir)
     return torch.cat([resumed.theta.flatten(), resumed.opt_state.flatten()])
 
