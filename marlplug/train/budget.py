@@ -59,9 +59,11 @@ class WallBudget:
     def stop_note(self, *, update: int, updates: int, before_resume: bool = False) -> str:
         """Why a run stopped after ``update`` of its ``updates`` (``train.updates``), in one line;
         ``before_resume``: the budget was already spent when this part started."""
+        elapsed = self.elapsed_s()
+        spent = f"{elapsed / 60.0:.1f} min" if elapsed >= 60.0 else f"{elapsed:.2f} s"
         note = (
             f"stopped at update {update} of {updates}: train.max_minutes {self.max_minutes:g} "
-            f"reached ({self.elapsed_s() / 60.0:.1f} min)"
+            f"reached ({spent})"
         )
         if before_resume:
             note += " before this resume; --set train.max_minutes=M with a larger M to go on"

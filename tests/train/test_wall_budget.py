@@ -23,13 +23,18 @@ from marlplug.runs.trained_run import TrainedRun
 from marlplug.train.orchestrator import WALL_SECONDS_KEY
 from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
-from tests.cli.test_evaluate_run import MADDPG_RUN
+from tests.cli.test_evaluate_run import CODED, MADDPG_RUN
 from tests.experiments.test_sweep_cli import marlplug
 from tests.train.helpers import SMALL_RUN
 
 TINY_BUDGET = "train.max_minutes=1e-4"
 EVALUATED = ["train.eval_every=10", "train.eval_episodes=2", "train.final_eval_episodes=3"]
-RUNS = {"ppo": [*SMALL_RUN, "train.updates=3"], "maddpg": MADDPG_RUN}  # both: 3 updates
+#: Each of 3 updates: PPO, a replay-based algorithm, and PPO on coded learners (the same loop).
+RUNS = {
+    "ppo": [*SMALL_RUN, "train.updates=3"],
+    "maddpg": MADDPG_RUN,
+    "coded": [*SMALL_RUN, "train.updates=3", *CODED],
+}
 
 
 def _train(tmp_path: Path, name: str, overrides: list[str]) -> TrainResult:
@@ -39,7 +44,7 @@ def _train(tmp_path: Path, name: str, overrides: list[str]) -> TrainResult:
     return run_training(config)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "maddpg"])
+@pytest.mark.parametrize("algorithm", ["ppo", "maddpg", "coded"])
 def test_a_spent_budget_ends_the_run_after_its_first_update(algorithm: str, tmp_path: Path) -> None:
     result = _train(tmp_path, algorithm, [*RUNS[algorithm], *EVALUATED, TINY_BUDGET])
     assert result.completed == 1 and len(result.iterations) == 1
