@@ -3,8 +3,10 @@
 A checkpoint is a ``torch.save`` dict of tensors, plain containers and primitives only, marked with
 :data:`FORMAT`: ``training`` (every agent's ``theta`` and ``opt_state`` rows, the rollout source's
 state and the counters: to resume, and ``theta`` to act, :func:`load_policy`), ``agents``,
-``history``, ``round_logs``, ``config`` (the resolved config it was written with) and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never
-runs code from it, whoever wrote it; a file holding anything else is refused with one line.
+``history``, ``round_logs``, ``wall_seconds`` (the run's training time up to it, which
+``train.max_minutes`` counts across resumes), ``config`` (the resolved config it was written with)
+and ``rng``. It is read with ``torch.load(weights_only=True)``: loading a file never runs code from
+it, whoever wrote it; a file holding anything else is refused with one line.
 """
 
 from __future__ import annotations

@@ -136,8 +136,8 @@ def _frames_line(totals: RunTotals) -> str:
         return f"{totals.total_frames} ({totals.fps:.0f} frames/s)"
     if totals.frames == 0:
         return (
-            f"{totals.total_frames} (none in this session: all {totals.completed} updates were "
-            f"already done; --set train.updates=N to go on)"
+            f"{totals.total_frames} (none in this session: the run had already ended after "
+            f"{totals.completed} updates; raise train.updates or train.max_minutes to go on)"
         )
     return f"{totals.total_frames} ({totals.frames} in this session, {totals.fps:.0f} frames/s)"
 
