@@ -138,7 +138,8 @@ def test_resume_saves_its_overrides_and_counts_frames_across_sessions(
     assert "3/3 return per agent: " in bar and "(team " in bar
     frames = next(line for line in again.out.splitlines() if line.startswith("frames:"))
     assert (
-        f" {3 * frames_per_update} (none in this session: the run had already ended after 3 updates" in frames
+        f" {3 * frames_per_update} (none in this session: the run had already ended after 3 updates"
+        in frames
     )
 
 
