@@ -378,28 +378,30 @@ def rows_learning_q_updates() -> Iterator[str]:
     )
 
 
-#: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2.
-LBF_VDN = "sweep_lbf_8x8_2p_2f_coop_vdn.json"
+#: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2:
+#: 100k env steps, then the same runs resumed to 300k.
+LBF_VDN = ("sweep_lbf_8x8_2p_2f_coop_vdn.json", "sweep_lbf_8x8_2p_2f_coop_vdn_300k.json")
 
 
 def rows_learning_lbf() -> Iterator[str]:
-    """Each seed's greedy team return on 100 final episodes and on the 20 of every periodic
-    evaluation (every 25k env steps), with the final returns' IQM."""
-    seeds = runs(LBF_VDN)
-    yield row(
-        "`vdn`, EPyMARL's settings",
-        f"[`{LBF_VDN}`](../data/{LBF_VDN})",
-        number(seeds[0].frames, digits=0),
-        " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
-        iqm(LBF_VDN, metric="return", digits=2),
-    )
+    """Each seed's greedy team return on 100 final episodes, and their IQM."""
+    for name in LBF_VDN:
+        seeds = runs(name)
+        yield row(
+            "`vdn`, EPyMARL's settings",
+            f"[`{name}`](../data/{name})",
+            number(seeds[0].frames, digits=0),
+            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
+            iqm(name, metric="return", digits=2),
+        )
 
 
 def rows_learning_lbf_curves() -> Iterator[str]:
-    for run in runs(LBF_VDN):
+    """The 300k runs' periodic evaluations (20 episodes) every 50k env steps, then the final 100."""
+    for run in runs(LBF_VDN[-1]):
         yield row(
             str(run.seed),
-            *(number(point.mean, digits=2) for point in run.curve),
+            *(number(point.mean, digits=2) for point in run.curve if point.frames % 50_000 == 0),
             number(run.evaluation.mean, digits=2),
         )
 
@@ -623,8 +625,20 @@ BENCHMARL_TASKS = {
     )
     for task in ("balance", "navigation")
 }
+BENCHMARL_TASKS["sampling"] = (
+    ("marlplug PPO, `sampling_vmas_benchmarl.yaml`", "sweep_sampling_vmas_benchmarl.json"),
+    ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_sampling_mappo.json"),
+)
 #: Decimals of each task's returns (navigation's team returns are about 3).
-BENCHMARL_DIGITS = {"balance": 1, "navigation": 2}
+BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
+#: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
+#: BenchMARL's fine-tuned settings, and BenchMARL's MAPPO.
+BENCHMARL_NAVIGATION_SETTINGS = (
+    ("marlplug PPO, `navigation_vmas_benchmarl.yaml`", "sweep_navigation_vmas_benchmarl.json"),
+    ("the same, BenchMARL's network (256 × 256, tanh)", "sweep_navigation_256_tanh.json"),
+    ("marlplug PPO, all of BenchMARL's fine-tuned settings", "sweep_navigation_bm_settings.json"),
+    ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_navigation_mappo.json"),
+)
 #: BenchMARL's MAPPO with marlplug's settings where it has them, 120k frames, seed 0.
 BENCHMARL_MARLPLUG_SETTINGS = "benchmarl_balance_mappo_marlplug_settings.json"
 #: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms at one update of
@@ -690,6 +704,19 @@ def rows_benchmarl_settings() -> Iterator[str]:
         )
 
 
+def rows_benchmarl_navigation_settings() -> Iterator[str]:
+    """Seed 0's periodic evaluations every 60k frames and its final 100-episode return."""
+    for label, name in BENCHMARL_NAVIGATION_SETTINGS:
+        seed_0 = runs(name)[0]
+        points = {point.frames: point.mean for point in seed_0.curve}
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            *(number(points[frames], digits=2) for frames in range(60_000, 360_001, 60_000)),
+            number(seed_0.evaluation.mean, digits=2),
+        )
+
+
 def rows_benchmarl_speed() -> Iterator[str]:
     for name in BENCHMARL_SPEED:
         for measured in load(name):
@@ -744,6 +771,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
         for part, rows in (("", rows_benchmarl_equal_frames), (" curves", rows_benchmarl_curves))
     },
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
+    "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
     "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),
 }
 
