@@ -623,12 +623,8 @@ BENCHMARL_TASKS = {
         ("BenchMARL MAPPO, its fine-tuned settings", f"benchmarl_{task}_mappo.json"),
         ("BenchMARL IPPO, its fine-tuned settings", f"benchmarl_{task}_ippo.json"),
     )
-    for task in ("balance", "navigation")
+    for task in ("balance", "navigation", "sampling")
 }
-BENCHMARL_TASKS["sampling"] = (
-    ("marlplug PPO, `sampling_vmas_benchmarl.yaml`", "sweep_sampling_vmas_benchmarl.json"),
-    ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_sampling_mappo.json"),
-)
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
 #: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
