@@ -193,8 +193,10 @@ def test_bench_envs_runs_ray_copies_beside_serial(
     rows = json.loads(result.out)
     assert [row["copies"] for row in rows] == ["serial", "ray"]
     serial, on_ray = rows
+    # vs_serial is rounded to 0.01 and steps/s to 0.1, each from unrounded medians: the ratio of
+    # the rounded rows agrees to the rounding (0.27 against 0.267, 26.51 against 26.49).
     assert on_ray["vs_serial"] == pytest.approx(
-        on_ray["steps_per_s"] / serial["steps_per_s"], rel=0.01
+        on_ray["steps_per_s"] / serial["steps_per_s"], rel=0.02, abs=0.01
     )
 
 
