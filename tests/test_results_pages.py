@@ -625,6 +625,14 @@ BENCHMARL_TASKS = {
     )
     for task in ("balance", "navigation", "sampling")
 }
+#: The same tasks at equal wall time, 20 minutes a run (``train.max_minutes``, ``--wall-seconds``),
+#: marlplug on one core and BenchMARL on the other at the same time.
+BENCHMARL_WALL_TIME = {
+    "navigation": (
+        ("marlplug PPO, `navigation_vmas_benchmarl.yaml`", "sweep_navigation_wall20.json"),
+        ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_navigation_mappo_wall20.json"),
+    ),
+}
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
 #: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
@@ -650,20 +658,34 @@ BENCHMARL_FIRST_REPLAY_SHAPE = {"updates_per_iteration": 1, "minibatch_size": 10
 
 def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
     """Each side's final team return per seed, their IQM, and P(marlplug beats a run of it)."""
-    sides = BENCHMARL_TASKS[task]
+    for label, name, cells in benchmarl_sides(task, BENCHMARL_TASKS[task]):
+        yield row(label, f"[`{name}`](../data/{name})", *cells)
+
+
+def rows_benchmarl_equal_wall_time(task: str) -> Iterator[str]:
+    """As at equal frames, with the frames each seed's 20 minutes reached."""
+    for label, name, cells in benchmarl_sides(task, BENCHMARL_WALL_TIME[task]):
+        frames = " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
+        yield row(label, f"[`{name}`](../data/{name})", frames, *cells)
+
+
+def benchmarl_sides(
+    task: str, sides: tuple[tuple[str, str], ...]
+) -> Iterator[tuple[str, str, list[str]]]:
+    """Per side (marlplug's first): label, results file, and the cells of its returns per seed,
+    their IQM, and P(marlplug beats a run of it)."""
     ours = sides[0][1]
+    digits = BENCHMARL_DIGITS[task]
     for label, name in sides:
         beats = ""
         if name != ours:
             (value,) = comparison(name, ours, metric="return").improvement.values()
             beats = estimate(value, digits=2)
-        yield row(
-            label,
-            f"[`{name}`](../data/{name})",
-            " / ".join(returns(name, digits=BENCHMARL_DIGITS[task])),
-            iqm(name, metric="return", digits=BENCHMARL_DIGITS[task]),
-            beats,
-        )
+        cells = [
+            " / ".join(returns(name, digits=digits)),
+            iqm(name, metric="return", digits=digits),
+        ]
+        yield label, name, [*cells, beats]
 
 
 def rows_benchmarl_curves(task: str) -> Iterator[str]:
@@ -765,6 +787,13 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
         f"benchmarl: {task}{part}": ("benchmarl.md", functools.partial(rows, task))
         for task in BENCHMARL_TASKS
         for part, rows in (("", rows_benchmarl_equal_frames), (" curves", rows_benchmarl_curves))
+    },
+    **{
+        f"benchmarl: {task} at equal wall time": (
+            "benchmarl.md",
+            functools.partial(rows_benchmarl_equal_wall_time, task),
+        )
+        for task in BENCHMARL_WALL_TIME
     },
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
