@@ -4,20 +4,21 @@ The algorithm (hook ``marlplug_algorithms``) is used only through its protocol
 (:mod:`marlplug.algorithms.protocol`): ``program = algorithm.bind(env, config)``,
 ``source = algorithm.rollouts(env, program, config)``; a ``coding:`` section makes every round run on
 coded learners (:mod:`marlplug.train.executors`), otherwise every agent updates in this process.
-:class:`~marlplug.train.loop.Training` runs the iterations; this module owns the run folder around
-them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every`` iterations and at the
-end; resumed bit-identically), ``metrics/`` (TorchRL logger; or a W&B or MLflow run with the config,
-metrics and plots, :mod:`marlplug.runs.trackers`), ``rounds.csv`` (one row per coded round, with
-its iteration's columns; one row per iteration for a centralized run), periodic evaluations
+:class:`~marlplug.train.loop.Training` runs the iterations; this module drives them and owns the
+run folder around them: ``config.yaml``, ``checkpoint.pt`` (every ``train.checkpoint_every``
+iterations and at the end; resumed bit-identically; what it holds and how it is put back:
+:mod:`marlplug.train.run_state`), ``metrics/`` (TorchRL logger; or a W&B or MLflow run with the
+config, metrics and plots, :mod:`marlplug.runs.trackers`), ``rounds.csv`` (one row per coded round,
+with its iteration's columns; one row per iteration for a centralized run), periodic evaluations
 (``train.eval_every``: :mod:`marlplug.train.evaluation`, logged as ``eval_return``/``eval_score``
 and drawn on the curve), ``learning_curve.png`` and, for coded runs, ``timeline.png`` (the last
-:data:`TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder lock and non-finite stops.
+:data:`~marlplug.train.run_state.TIMELINE_ROUNDS` rounds); the progress bar, Ctrl-C, the run-folder
+lock and non-finite stops.
 """
 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import logging
 import time
 from contextlib import ExitStack
@@ -29,27 +30,10 @@ import torch
 from marlplug.algorithms.protocol import LearnerAlgorithm
 from marlplug.config import MarlplugConfig, resolved_dict
 from marlplug.distributed.assignment import coded_assignment
-from marlplug.distributed.controller import RoundLog, RoundTimeoutError
+from marlplug.distributed.controller import RoundTimeoutError
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import (
-    AGENTS_KEY,
-    CHECKPOINT_NAME,
-    CONFIG_KEY,
-    EVALUATIONS_KEY,
-    TRAINING_KEY,
-    check_agents,
-    config_changes,
-    load_checkpoint,
-    restore_rng_states,
-    restore_state,
-    save_checkpoint,
-)
-from marlplug.runs.evaluations import (
-    EvaluationPoint,
-    evaluations_for_checkpoint,
-    evaluations_from_checkpoint,
-)
+from marlplug.runs.checkpoint import CHECKPOINT_NAME
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.iteration_report import (
     IterationLog,
@@ -63,15 +47,14 @@ from marlplug.runs.reporting import ProgressBar
 from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config
 from marlplug.runs.run_folder import hold_run_dir, storage_errors
 from marlplug.runs.run_logger import RunLogger
-from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
 from marlplug.runs.summary import plot_learning_curve
 from marlplug.runs.timeline import plot_timeline, timeline_of_failed_run
-from marlplug.train.budget import WallBudget
 from marlplug.train.components import learner_algorithm, training_env
 from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training, WaitingSource
 from marlplug.train.result import TrainResult
+from marlplug.train.run_state import RunState, resume_checkpoint
 from marlplug.train.threads import AutoThreads, set_torch_threads, thread_invariant
 
 #: Notes such as "no coded round yet" go to stderr through Python's logging (WARNING level: shown
@@ -81,14 +64,6 @@ _LOG = logging.getLogger("marlplug")
 ROUNDS_NAME = "rounds.csv"
 TIMELINE_NAME = "timeline.png"
 LEARNING_CURVE_NAME = "learning_curve.png"
-#: The checkpoint entry holding :meth:`Training.state_dict` (theta, opt_state, source, counters).
-HISTORY_KEY = "history"
-ROUND_LOGS_KEY = "round_logs"
-#: The checkpoint entry holding the run's wall time up to it (``train.max_minutes`` across resumes).
-WALL_SECONDS_KEY = "wall_seconds"
-#: timeline.png shows the last this many rounds (hundreds of rounds side by side are unreadable;
-#: rounds.csv has them all).
-TIMELINE_ROUNDS = 40
 
 
 def run(
@@ -162,14 +137,11 @@ def _run(
             coded_assignment(config.coding, program.num_agents, config.seed)
         source = algorithm.rollouts(env, program, config)
         stack.callback(source.close)
-        state: dict[str, Any] | None = None
+        loaded: dict[str, Any] | None = None
         if resume_dir is not None:
             folder = resume_dir
             stack.enter_context(hold_run_dir(folder))
-            checkpoint = folder / CHECKPOINT_NAME
-            if checkpoint.exists():  # else: killed before its first checkpoint, start it over
-                state = load_checkpoint(checkpoint, required=(TRAINING_KEY,))
-                check_agents(state, agent_names, checkpoint, "--resume")
+            loaded = resume_checkpoint(folder, agent_names)
         else:
             folder = new_run_dir(config, run_dir)
             stack.enter_context(hold_run_dir(folder))
@@ -189,47 +161,41 @@ def _run(
             seed=config.seed,
             max_nonfinite_steps=config.train.max_nonfinite_steps,
         )
-        run = _Run(config, training, folder, total, progress, evaluation, notes)
+        state = RunState(config, training, folder / CHECKPOINT_NAME, notes=notes)
+        run = _Run(state, folder, total, progress, evaluation)
         run.auto_threads = auto_threads
-        return run.go(state)
+        return run.go(loaded)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 class _Run:
-    """The run folder around :class:`Training`: resume, iterate, log, checkpoint, plot."""
+    """The iterations around :class:`Training`: resume, iterate, log, evaluate, checkpoint, plot
+    (what the run remembers, and how its checkpoint holds it: :class:`RunState`)."""
 
     def __init__(
         self,
-        config: MarlplugConfig,
-        training: Training,
+        state: RunState,
         folder: Path,
         total: int,
         progress: bool | None,
         evaluation: PeriodicEvaluation | None = None,
-        notes: list[str] | None = None,
     ) -> None:
-        self.config = config
-        self.notes = notes or []
+        self.state = state
+        self.config = config = state.config
+        self.training = state.training
         self.evaluation = evaluation
-        self.evaluations: list[EvaluationPoint] = []
         self.evaluation_s = 0.0
-        self.training = training
         self.folder = folder
         self.total = total
         self.show = config.logging.progress if progress is None else progress
         self.coded = config.coding is not None
-        self.history: list[ReturnPoint] = []
-        self.round_logs: list[RoundLog] = []
-        self.checkpoint = folder / CHECKPOINT_NAME
-        self.saved_iteration: int | None = None
         self.auto_threads: AutoThreads | None = None
-        self.budget = WallBudget(config.train.max_minutes)
 
-    def go(self, state: dict[str, Any] | None) -> TrainResult:
-        if state is not None:
-            self._restore(state)
-            self.saved_iteration = self.training.iterations
-        with storage_errors(self.folder, lambda: kept_checkpoint(self.checkpoint)):
+    def go(self, loaded: dict[str, Any] | None) -> TrainResult:
+        if loaded is not None:
+            self.state.restore(loaded)
+        checkpoint = self.state.checkpoint
+        with storage_errors(self.folder, lambda: kept_checkpoint(checkpoint)):
             save_run_config(self.folder, self.config)  # a resume's --set overrides, too
             # Iteration i (0-based) logs at step i + 1 (log_iteration): a run resumed after K
             # iterations logs from step K + 1 on; W&B and MLflow continue the resumed run's own.
@@ -237,65 +203,32 @@ class _Run:
                 self.config.logging,
                 self.folder,
                 keep_before=self.training.iterations + 1,
-                resume=state is not None,
+                resume=loaded is not None,
             ) as logger:
                 logger.log_run_config(resolved_dict(self.config))
                 return self._iterate(logger)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _restore(self, loaded: dict[str, Any]) -> None:
-        def restore() -> None:
-            self.training.load_state_dict(loaded[TRAINING_KEY])
-            self.history.extend(
-                history_from_checkpoint(
-                    loaded.get(HISTORY_KEY, []),
-                    num_agents=self.training.program.num_agents,
-                    legacy_is_team=True,  # MADDPG stored the sum over agents
-                )
-            )
-            self.round_logs.extend(RoundLog(**entry) for entry in loaded.get(ROUND_LOGS_KEY, []))
-            self.evaluations.extend(evaluations_from_checkpoint(loaded.get(EVALUATIONS_KEY, [])))
-            self.budget.earlier_s = float(loaded.get(WALL_SECONDS_KEY, 0.0))
-            restore_rng_states(loaded["rng"])  # last: replaying the env may have drawn from them
-
-        changes = config_changes(loaded.get(CONFIG_KEY), self.config)
-        restore_state(restore, self.checkpoint, "--resume", changes=changes)
-
-    def save(self) -> None:
-        save_checkpoint(
-            self.checkpoint,
-            {
-                TRAINING_KEY: self.training.state_dict(),
-                AGENTS_KEY: self.training.agent_names,
-                HISTORY_KEY: history_for_checkpoint(self.history),
-                ROUND_LOGS_KEY: [dataclasses.asdict(entry) for entry in self.round_logs],
-                EVALUATIONS_KEY: evaluations_for_checkpoint(self.evaluations),
-                CONFIG_KEY: resolved_dict(self.config),
-                WALL_SECONDS_KEY: self.budget.elapsed_s(),
-            },
-        )
-        self.saved_iteration = self.training.iterations
-
     def _iterate(self, logger: RunLogger) -> TrainResult:
-        training, folder = self.training, self.folder
+        training, folder, state = self.training, self.folder, self.state
         result = TrainResult(
             theta=training.theta,
             opt_state=training.opt_state,
             iterations=[],
             run_dir=folder,
-            checkpoint=self.checkpoint,
+            checkpoint=state.checkpoint,
             metrics_dir=folder / "metrics",
             learning_curve=folder / LEARNING_CURVE_NAME,
             rounds_csv=folder / ROUNDS_NAME,
             timeline=folder / TIMELINE_NAME if self.coded else None,
-            history=self.history,
-            evaluations=self.evaluations,
+            history=state.history,
+            evaluations=state.evaluations,
         )
         columns = rounds_columns(coded=self.coded)
         restart_rounds_csv(result.rounds_csv, columns, training.iterations)
         self._note_waiting()
         start_steps, start = training.env_steps, time.perf_counter()
-        latest = self.history[-1] if self.history else None
+        latest = state.history[-1] if state.history else None
         # Every call trains at least one update, unless a resumed run's earlier parts spent it all.
         out_of_time = self._out_of_time(earlier_only=True)
         resumed_spent = out_of_time
@@ -312,9 +245,7 @@ class _Run:
                 log_iteration(logger, log, returns)
                 writer.writerows(iteration_rows(log, returns, coded=self.coded))
                 rows.flush()  # on disk before a checkpoint counts the iteration: a resume keeps them
-                self.round_logs = [*self.round_logs, *log.round_logs][-TIMELINE_ROUNDS:]
-                if returns is not None:
-                    self.history.append(returns)
+                state.remember(log, returns)
                 # Checked once per iteration, at its end: a run out of time ends here as a run
                 # ends after train.updates (final evaluation and checkpoint).
                 out_of_time = self._out_of_time()
@@ -325,23 +256,23 @@ class _Run:
                     or training.iterations == self.total
                     or out_of_time
                 ):
-                    self.save()
+                    state.save()
                 advance(returns)
             if out_of_time:
-                self.notes.append(
-                    self.budget.stop_note(
+                state.notes.append(
+                    state.budget.stop_note(
                         update=training.iterations,
                         updates=self.config.train.updates,
                         before_resume=resumed_spent,
                     )
                 )
             if stop.signal_number is not None:
-                if self.saved_iteration != training.iterations:
-                    self.save()
+                if not state.saved:
+                    state.save()
                 raise TrainingInterrupted(
                     stop.signal_number,
                     training.iterations,
-                    self.checkpoint,
+                    state.checkpoint,
                     folder,
                 )
         return self._finish(result, start_steps, time.perf_counter() - start, logger)
@@ -349,7 +280,8 @@ class _Run:
     def _out_of_time(self, *, earlier_only: bool = False) -> bool:
         """Whether ``train.max_minutes`` ends the run before ``train.updates`` (``earlier_only``:
         spent by the run's earlier parts, before this resume)."""
-        spent = self.budget.spent_before() if earlier_only else self.budget.spent()
+        budget = self.state.budget
+        spent = budget.spent_before() if earlier_only else budget.spent()
         return spent and self.training.iterations < self.config.train.updates
 
     def _evaluate(self, logger: RunLogger, *, out_of_time: bool = False) -> None:
@@ -371,12 +303,12 @@ class _Run:
             )
         except UserError as error:  # e.g. episodes that never end: training goes on without it
             self.evaluation = None
-            self.notes.append(f"train.eval_every: evaluation stopped: {error}")
+            self.state.notes.append(f"train.eval_every: evaluation stopped: {error}")
             return
         finally:
             self.evaluation_s += time.perf_counter() - start
         logger.log_metrics(point.as_metrics(), step=training.iterations)
-        self.evaluations.append(point)
+        self.state.evaluations.append(point)
 
     def _note_waiting(self) -> None:
         """Say at the start when at least the next iteration will only collect (a replay buffer
@@ -401,7 +333,7 @@ class _Run:
                 raise
             raise timeline_of_failed_run(
                 error,
-                self.round_logs,
+                self.state.round_logs,
                 self.folder / TIMELINE_NAME,
                 num_learners=self.config.coding.learners,
             ) from None
@@ -412,13 +344,13 @@ class _Run:
     def _finish(
         self, result: TrainResult, start_steps: int, seconds: float, logger: RunLogger
     ) -> TrainResult:
-        training, config = self.training, self.config
+        training, config, state = self.training, self.config, self.state
         result.seconds = seconds - self.evaluation_s
         result.evaluation_s = self.evaluation_s
         result.frames = training.env_steps - start_steps
         result.total_frames, result.completed = training.env_steps, training.iterations
         result.nonfinite = training.nonfinite.summary()
-        result.notes.extend(self.notes)
+        result.notes.extend(state.notes)
         if training.rounds == 0 and isinstance(training.source, WaitingSource):
             result.notes.append(training.source.never_learned_note(coded=self.coded))
         result.theta, result.opt_state = training.theta, training.opt_state
@@ -426,14 +358,14 @@ class _Run:
         if config.coding is not None:
             title += f", coded: {config.coding.scheme.name}, N={config.coding.learners}"
         plot_learning_curve(
-            self.history,
+            state.history,
             result.learning_curve,
             title=title,
             num_agents=training.program.num_agents,
-            evaluations=self.evaluations,
+            evaluations=state.evaluations,
         )
-        if result.timeline is not None and config.coding is not None and self.round_logs:
-            plot_timeline(self.round_logs, result.timeline, num_learners=config.coding.learners)
+        if result.timeline is not None and config.coding is not None and state.round_logs:
+            plot_timeline(state.round_logs, result.timeline, num_learners=config.coding.learners)
         else:
             result.timeline = None
         for plot in (result.learning_curve, result.timeline):

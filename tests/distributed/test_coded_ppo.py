@@ -18,8 +18,8 @@ from marlplug.runs.checkpoint import load_checkpoint
 from marlplug.train.components import learner_algorithm
 from marlplug.train.executors import make_executor
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import ROUND_LOGS_KEY
 from marlplug.train.run import run_training
+from marlplug.train.run_state import ROUND_LOGS_KEY
 
 # 3 agents, 2 updates of 20 frames in minibatches of 10: 2 coded rounds per update.
 SMALL = [

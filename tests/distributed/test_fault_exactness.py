@@ -28,9 +28,9 @@ from marlplug.distributed.backends.local import LocalBackend
 from marlplug.distributed.controller import CodedController
 from marlplug.envs import make_env
 from marlplug.envs.flat import MultiAgentEnvAdapter
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, TRAINING_KEY, load_checkpoint
 from marlplug.seeding import derive_seed
-from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.orchestrator import run
 from tests.distributed.helpers import LinearProgram, centralized, linear_batch, relative_error
 from tests.distributed.kills import RandomKills, local_learner_pids, sigkill
 

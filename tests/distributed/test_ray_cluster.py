@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from marlplug import load_config
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, TRAINING_KEY, load_checkpoint
+from marlplug.train.orchestrator import run
 from tests.distributed.ray_cluster import RayCluster, ray_cluster
 from tests.distributed.test_run_resume import SMALL as RESUME_SMALL
 

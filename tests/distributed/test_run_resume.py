@@ -15,9 +15,9 @@ from marlplug import load_config
 from marlplug.cli.train import default_config_path
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, TRAINING_KEY, load_checkpoint
 from marlplug.runs.run_config import load_run_config
-from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
 
 # 10 steps per iteration against 25-step episodes: checkpoints fall mid-episode; a 40-transition

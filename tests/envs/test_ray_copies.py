@@ -103,7 +103,7 @@ def test_an_exception_mid_training_kills_the_actors_and_shuts_ray_down(
 ) -> None:
     ray = pytest.importorskip("ray")
     from marlplug.envs.ray_copies import RayCopies, copy_pids
-    from marlplug.train import orchestrator
+    from marlplug.train.run_state import RunState
 
     pids: list[int] = []
     original_start = RayCopies.start
@@ -116,7 +116,7 @@ def test_an_exception_mid_training_kills_the_actors_and_shuts_ray_down(
         raise RuntimeError("failed mid-training")
 
     monkeypatch.setattr(RayCopies, "start", start)
-    monkeypatch.setattr(orchestrator._Run, "save", fail)
+    monkeypatch.setattr(RunState, "save", fail)
     config = load_config(data=small_run("ray", tmp_path))
     with pytest.raises(RuntimeError, match="failed mid-training"):
         run_training(config)

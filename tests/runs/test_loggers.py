@@ -17,9 +17,8 @@ import yaml
 
 from marlplug.config import LoggingSection
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import load_checkpoint
+from marlplug.runs.checkpoint import EVALUATIONS_KEY, load_checkpoint
 from marlplug.runs.metrics_files import make_logger, open_run_logger
-from marlplug.train.orchestrator import EVALUATIONS_KEY
 from tests.conftest import CliResult
 from tests.train.helpers import SMALL_RUN
 

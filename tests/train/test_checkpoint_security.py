@@ -20,12 +20,13 @@ from marlplug.runs.checkpoint import (
     CHECKPOINT_NAME,
     FORMAT,
     FORMAT_KEY,
+    TRAINING_KEY,
     check_plain,
     load_checkpoint,
     save_checkpoint,
 )
 from marlplug.runs.run_config import load_run_config
-from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
 from tests.train.helpers import SMALL_RUN
 

@@ -18,14 +18,14 @@ from marlplug import load_config
 from marlplug.config import MarlplugConfig
 from marlplug.envs import make_env
 from marlplug.errors import ConfigError
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, TRAINING_KEY, load_checkpoint
 from marlplug.runs.iteration_report import rounds_columns
 from marlplug.runs.run_config import load_run_config
 from marlplug.testing import register_plugin
 from marlplug.train.components import learner_algorithm
 from marlplug.train.executors import CentralizedExecutor
 from marlplug.train.loop import Training
-from marlplug.train.orchestrator import TRAINING_KEY, run
+from marlplug.train.orchestrator import run
 from tests.train import protocol_plugin
 
 BASE = [

@@ -20,9 +20,9 @@ from marlplug.errors import ConfigError
 from marlplug.runs.checkpoint import load_checkpoint
 from marlplug.runs.run_config import load_run_config
 from marlplug.runs.trained_run import TrainedRun
-from marlplug.train.orchestrator import WALL_SECONDS_KEY
 from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
+from marlplug.train.run_state import WALL_SECONDS_KEY
 from tests.cli.test_evaluate_run import CODED, MADDPG_RUN
 from tests.experiments.test_sweep_cli import marlplug
 from tests.train.helpers import SMALL_RUN
