@@ -1,8 +1,9 @@
 """Fuzzing the config loader through the CLI: any YAML or TOML file and any ``--set`` string is either
 a valid config (exit 0) or one ``error:`` line or two (exit 2) — never a traceback.
 
-Documents are drawn near the schema (real section and field names, values in and out of range,
-names of real components) so that most examples reach the deep checks, plus raw text that stresses
+Documents are drawn near the schema (section and field names read from the config models and every
+installed component's options, so a new field is fuzzed the moment it exists; values in and out of
+range; names of real components) so that most examples reach the deep checks, plus raw text that stresses
 the parsers. Sizes are small so that the whole module runs in well under a minute.
 """
 
@@ -13,14 +14,18 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from marlplug.cli.main import main
+from marlplug.config import Options
+from marlplug.config.schema import EnvSpec, MarlplugConfig
+from marlplug.plugins import get_plugin_manager
 
 FUZZ = settings(
     max_examples=120,
@@ -28,18 +33,71 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-FIELD_NAMES = [
-    "seed", "env", "algorithm", "losses", "train", "coding", "logging", "name", "backend",
-    "agents", "adversaries", "landmarks", "max_steps", "continuous_actions", "hidden_size",
-    "hidden_sizes", "feature_dim", "buffer_size", "minibatch_size", "updates", "rollout_steps",
-    "num_envs", "lr", "gamma", "n_epochs", "coef", "scheme", "learners", "stragglers", "count",
-    "delay_s", "probability", "model", "round_timeout_s", "clock", "dir", "run_name", "progress",
-]  # fmt: skip
+
+def config_sections(model: type[BaseModel] = MarlplugConfig, prefix: str = "") -> dict[str, Any]:
+    """Every section of the config by its path (``train``, ``coding.stragglers``): read from the
+    models' fields, so a new section is found too."""
+    found: dict[str, Any] = {}
+    for field, info in model.model_fields.items():
+        for member in (info.annotation, *get_args(info.annotation)):
+            if isinstance(member, type) and issubclass(member, BaseModel):
+                found[prefix + field] = member
+                found |= config_sections(member, f"{prefix}{field}.")
+    return found
+
+
+def options_fields(kind: str) -> list[str]:
+    """Every field of every installed ``kind`` component's options (plugins' included)."""
+    registry = get_plugin_manager().registries[kind]
+    models = {getattr(registry.get_component(name), "Options", Options) for name in registry}
+    return sorted({field for model in models for field in model.model_fields})
+
+
+# Field names come from the schema itself, so a field is fuzzed the moment it exists. A component's
+# options sit beside its name: the section's own fields plus those of every installed component.
+COMPONENT_SECTIONS = {
+    "env": "env",
+    "algorithm": "algorithm",
+    "losses": "loss",
+    "coding.scheme": "code",
+}
+SECTION_FIELDS = {
+    path: sorted(
+        {
+            *model.model_fields,
+            *(options_fields(COMPONENT_SECTIONS[path]) if path in COMPONENT_SECTIONS else []),
+        }
+    )
+    for path, model in config_sections().items()
+}
+#: The default env's own fields, drawn half the time: the union of every scenario's is mostly
+#: unknown to it.
+DEFAULT_ENV_FIELDS = [
+    *EnvSpec.model_fields,
+    *get_plugin_manager()
+    .registries["env"]
+    .get_env(EnvSpec().name, EnvSpec().backend)
+    .obj.Options.model_fields,
+]
+FIELD_NAMES = sorted(
+    {*MarlplugConfig.model_fields}
+    | {field for fields in SECTION_FIELDS.values() for field in fields}
+)
+#: Every field's path (``train.max_minutes``, ``losses[0].coef``), for ``--set``.
+SCHEMA_PATHS = sorted(
+    {*MarlplugConfig.model_fields}
+    | {
+        f"{path.replace('losses', 'losses[0]')}.{field}"
+        for path, fields in SECTION_FIELDS.items()
+        for field in fields
+    }
+)
 COMPONENT_NAMES = [
     "cooperative_navigation", "predator_prey", "keep_away", "physical_deception", "mpe", "vmas",
     "ppo", "maddpg", "clip_ppo", "redundancy", "cka", "mds", "ldpc", "replication", "uncoded",
     "random_sparse", "fixed", "random", "local", "ray", "wall", "simulated", "csv",
 ]  # fmt: skip
+LOSS_NAMES = sorted(get_plugin_manager().registries["loss"])
 
 SCALARS = (
     st.none()
@@ -58,16 +116,23 @@ VALUES = st.recursive(
 )
 SECTIONS = {
     "seed": SCALARS,
-    "env": st.dictionaries(st.sampled_from([*FIELD_NAMES[7:13], "name", "backend"]), SCALARS),
-    "algorithm": st.dictionaries(st.sampled_from(["name", *FIELD_NAMES[13:19]]), VALUES),
+    "env": st.dictionaries(
+        st.sampled_from(DEFAULT_ENV_FIELDS) | st.sampled_from(SECTION_FIELDS["env"]), SCALARS
+    ),
+    "algorithm": st.dictionaries(st.sampled_from(SECTION_FIELDS["algorithm"]), VALUES),
     "losses": st.lists(
-        st.sampled_from(COMPONENT_NAMES[6:11])
-        | st.dictionaries(st.sampled_from(["name", "coef", "eps"]), SCALARS),
+        st.sampled_from(LOSS_NAMES)
+        | st.dictionaries(st.sampled_from(SECTION_FIELDS["losses"]), SCALARS),
         max_size=3,
     ),
-    "train": st.dictionaries(st.sampled_from(FIELD_NAMES[18:25]), SCALARS),
-    "coding": st.dictionaries(st.sampled_from(FIELD_NAMES[26:36]), VALUES),
-    "logging": st.dictionaries(st.sampled_from(["backend", "progress", "run_name"]), SCALARS),
+    "train": st.dictionaries(st.sampled_from(SECTION_FIELDS["train"]), SCALARS),
+    "coding": st.dictionaries(
+        st.sampled_from(SECTION_FIELDS["coding"]),
+        VALUES
+        | st.dictionaries(st.sampled_from(SECTION_FIELDS["coding.stragglers"]), SCALARS)
+        | st.dictionaries(st.sampled_from(SECTION_FIELDS["coding.scheme"]), SCALARS),
+    ),
+    "logging": st.dictionaries(st.sampled_from(SECTION_FIELDS["logging"]), SCALARS),
 }
 CONFIGS = st.fixed_dictionaries({}, optional=SECTIONS) | st.dictionaries(KEYS, VALUES, max_size=5)
 YAML_SYNTAX = st.text(alphabet="abcsed:{}[],&*!<>|-?#'\"%@ \n\t.0123456789eE+", max_size=120)
@@ -156,7 +221,7 @@ def test_random_bytes(folder: Path, content: bytes, name: str) -> None:
     assert_valid_or_one_line(*run("config", "check", str(path)))
 
 
-SET_KEYS = st.lists(
+SET_KEYS = st.sampled_from(SCHEMA_PATHS) | st.lists(
     st.sampled_from(FIELD_NAMES) | st.sampled_from(["[0]", "[1]", "[-1]", "[99]", "..", "."]),
     min_size=1,
     max_size=5,

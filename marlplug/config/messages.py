@@ -79,6 +79,8 @@ def _describe(
         )
     if kind == "missing":
         return f"{path}: required field is missing"
+    if kind == "bool_not_number":  # the message says what was given, as the file spells it
+        return f"{path}: {error['msg']}"
     got = error.get("input")
     expected = _EXPECTED.get(kind)
     if expected is None:

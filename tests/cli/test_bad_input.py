@@ -133,7 +133,7 @@ CONFIG_CASES: list[tuple[str, str | None, list[str], str]] = [
         [],
         f"seed: input should be less than or equal to 4294967295, got {2**70}",
     ),
-    ("boolean-seed", "seed: true\n", [], "seed: expected an integer, got True"),
+    ("boolean-seed", "seed: true\n", [], "seed: expected an integer, got a boolean (true)"),
     (
         "infinite-lr",
         "train: {lr: .inf}\n",

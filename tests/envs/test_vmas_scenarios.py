@@ -114,7 +114,7 @@ def test_checking_options_leaves_the_random_streams_alone() -> None:
         ),
         ({"n_agents": 2}, "env.n_agents: unknown field 'n_agents' in env 'balance' (did you mean 'agents'?)"),
         ({"package_mass": "heavy"}, "env.package_mass: expected a number, got 'heavy'"),
-        ({"package_mass": True}, "env.package_mass: expected a number, got True"),
+        ({"package_mass": True}, "env.package_mass: expected a number, got a boolean (true)"),
         ({"random_package_pos_on_line": 1}, "env.random_package_pos_on_line: expected true or false, got 1"),
     ],
 )  # fmt: skip
