@@ -381,14 +381,18 @@ def rows_learning_q_updates() -> Iterator[str]:
 #: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2:
 #: 100k env steps, then the same runs resumed to 300k.
 LBF_VDN = ("sweep_lbf_8x8_2p_2f_coop_vdn.json", "sweep_lbf_8x8_2p_2f_coop_vdn_300k.json")
+#: The same config with QMIX (``--set algorithm.name=qmix``), 100k env steps, seeds 0-2.
+LBF_QMIX = "sweep_lbf_8x8_2p_2f_coop_qmix.json"
 
 
 def rows_learning_lbf() -> Iterator[str]:
     """Each seed's greedy team return on 100 final episodes, and their IQM."""
-    for name in LBF_VDN:
+    labels = {name: "`vdn`, EPyMARL's settings" for name in LBF_VDN}
+    labels[LBF_QMIX] = "`qmix`, the same settings"
+    for name, label in labels.items():
         seeds = runs(name)
         yield row(
-            "`vdn`, EPyMARL's settings",
+            label,
             f"[`{name}`](../data/{name})",
             number(seeds[0].frames, digits=0),
             " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
@@ -406,11 +410,16 @@ def rows_learning_lbf_curves() -> Iterator[str]:
         )
 
 
-#: MAgent2 battle 64 vs 64 (battle_64v64.yaml, seed 0): `marlplug evaluate --json` of the red army
-#: after update 50, against a uniform random blue army and against the run's update-20 checkpoint.
+#: MAgent2 battle 64 vs 64 (battle_64v64.yaml, seed 0): `marlplug evaluate --json` of the red army,
+#: after update 50 (a first run, stopped there) and after update 295 (the run stopped by its
+#: 35-minute budget), against a uniform random blue army and against the run's earlier checkpoints.
 BATTLE = (
     ("uniform random (`--random-group blue`)", "battle_64v64_eval_random.json"),
     ("the same run after update 20 (`--opponent`)", "battle_64v64_eval_early.json"),
+    ("uniform random (`--random-group blue`)", "battle_64v64_295_eval_random.json"),
+    ("uniform random (`--random-group blue`)", "battle_64v64_295_eval_random100.json"),
+    ("the same run after update 40 (`--opponent`)", "battle_64v64_295_eval_update40.json"),
+    ("the same run after update 160 (`--opponent`)", "battle_64v64_295_eval_update160.json"),
 )
 
 
@@ -422,6 +431,7 @@ def rows_learning_battle() -> Iterator[str]:
         yield row(
             f"after update {result['updates']}",
             label,
+            str(result["episodes"]),
             percent(result["win_rates"]["red"]),
             percent(result["win_rates"]["blue"]),
             number(alive["red"]),
