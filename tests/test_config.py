@@ -228,6 +228,7 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
         "max_minutes",
         "num_envs",
         "checkpoint_every",
+        "keep_checkpoint_every",
         "max_nonfinite_steps",
         "eval_every",
         "eval_episodes",

@@ -638,6 +638,10 @@ BENCHMARL_TASKS = {
 #: The same tasks at equal wall time, 20 minutes a run (``train.max_minutes``, ``--wall-seconds``),
 #: marlplug on one core and BenchMARL on the other at the same time.
 BENCHMARL_WALL_TIME = {
+    "balance": (
+        ("marlplug PPO, `balance_vmas_benchmarl.yaml`", "sweep_balance_wall20.json"),
+        ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_balance_mappo_wall20.json"),
+    ),
     "navigation": (
         ("marlplug PPO, `navigation_vmas_benchmarl.yaml`", "sweep_navigation_wall20.json"),
         ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_navigation_mappo_wall20.json"),

@@ -303,7 +303,8 @@ def format_report(
     default=None,
     type=click.Path(path_type=Path),
     help="With --opponent-group: that group's agents act as this run or checkpoint says, e.g. "
-    "an earlier checkpoint of the same run (self-play: --opponent early.pt --opponent-group blue).",
+    "an earlier checkpoint of the same run, kept by train.keep_checkpoint_every (self-play: "
+    "--opponent RUN_DIR/checkpoints/update-000160.pt --opponent-group blue).",
 )
 @click.option(
     "--opponent-group",

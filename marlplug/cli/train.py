@@ -70,6 +70,7 @@ def _train(
         (label, path)
         for label, path in [
             ("checkpoint", result.checkpoint),
+            ("kept checkpoints", result.kept_checkpoints),
             ("learning curve", result.learning_curve),
             *labelled,
         ]

@@ -157,6 +157,17 @@ class TrainSection(TrainerSettings):
     checkpoint_every: int = Field(
         10, ge=1, le=10**9, description="Write a checkpoint every K train.updates (iterations)."
     )
+    # checkpoint.pt is replaced at every write, so a run's earlier selves (self-play opponents,
+    # issue 45's battle against its own earlier checkpoints) were gone unless copied by hand.
+    # A kept checkpoint is a hard link to the file just written: no bytes copied.
+    keep_checkpoint_every: int | None = Field(
+        None,
+        ge=0,
+        le=10**9,
+        description="Also keep the checkpoint of every K-th update as "
+        "checkpoints/update-NNNNNN.pt in the run folder (e.g. for marlplug evaluate --opponent); "
+        "0 or null: keep only the latest, checkpoint.pt.",
+    )
     # auto by default: every core on an idle machine is the fastest measured for the VMAS PPO
     # configs, and a core another process keeps busy stalls every parallel op (issue 47;
     # docs/results/speed.md "On a busy machine"). auto gives several threads only to runs whose

@@ -33,7 +33,7 @@ from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.controller import RoundTimeoutError
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import CHECKPOINT_NAME
+from marlplug.runs.checkpoint import CHECKPOINT_NAME, KEPT_DIR
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.iteration_report import (
     IterationLog,
@@ -255,6 +255,7 @@ class _Run:
                     training.iterations % every == 0
                     or training.iterations == self.total
                     or out_of_time
+                    or state.keeps(training.iterations)
                 ):
                     state.save()
                 advance(returns)
@@ -372,4 +373,6 @@ class _Run:
             if plot is not None:
                 logger.log_image_file(plot)
         result.metrics_location = logger.location
+        kept = self.folder / KEPT_DIR
+        result.kept_checkpoints = kept if kept.is_dir() else None
         return result

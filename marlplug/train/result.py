@@ -32,6 +32,8 @@ class TrainResult(RunTotals):
     learning_curve: Path
     rounds_csv: Path
     timeline: Path | None = None
+    #: The folder of the checkpoints ``train.keep_checkpoint_every`` kept (None: none kept).
+    kept_checkpoints: Path | None = None
     history: list[ReturnPoint] = field(default_factory=list)
     evaluations: list[EvaluationPoint] = field(default_factory=list)
     frames: int = 0

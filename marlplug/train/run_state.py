@@ -25,6 +25,7 @@ from marlplug.runs.checkpoint import (
     TRAINING_KEY,
     check_agents,
     config_changes,
+    keep_checkpoint,
     load_checkpoint,
     restore_rng_states,
     restore_state,
@@ -160,7 +161,8 @@ class RunState:
         self.saved_iteration = self.training.iterations
 
     def save(self) -> None:
-        """Write the training state and everything above to :attr:`checkpoint`, atomically."""
+        """Write the training state and everything above to :attr:`checkpoint`, atomically, and keep
+        a copy when :meth:`keeps` says so."""
         save_checkpoint(
             self.checkpoint,
             {
@@ -174,3 +176,11 @@ class RunState:
             },
         )
         self.saved_iteration = self.training.iterations
+        if self.keeps(self.saved_iteration):
+            keep_checkpoint(self.checkpoint, self.saved_iteration)
+
+    def keeps(self, iteration: int) -> bool:
+        """Whether the checkpoint of ``iteration`` is kept beside the latest
+        (``train.keep_checkpoint_every``)."""
+        every = self.config.train.keep_checkpoint_every
+        return every is not None and every > 0 and iteration % every == 0

@@ -80,7 +80,13 @@ def test_marlplug_evaluate_reports_wins_against_random_and_an_earlier_checkpoint
         data={
             "env": {"backend": "pettingzoo", "name": "battle", "map_size": 16, "max_steps": 20},
             "algorithm": {"name": "ppo", "hidden_size": 8, "feature_dim": 8, "critic": "local"},
-            "train": {"updates": 1, "rollout_steps": 20, "minibatch_size": 20, "n_epochs": 1},
+            "train": {
+                "updates": 2,
+                "rollout_steps": 20,
+                "minibatch_size": 20,
+                "n_epochs": 1,
+                "keep_checkpoint_every": 1,
+            },
             "logging": {"dir": str(tmp_path), "run_name": "battle", "progress": False},
         }
     )
@@ -89,10 +95,13 @@ def test_marlplug_evaluate_reports_wins_against_random_and_an_earlier_checkpoint
     text = run_cli(*args, "--random-group", "blue")
     assert text.exit_code == 0, text.err
     assert "wins (more agents alive at the end than the other groups): red" in text.out
-    out = run_cli(*args, "--opponent", str(run_dir), "--opponent-group", "blue", "--json")
+    # Blue as it was after update 1: the kept checkpoint (train.keep_checkpoint_every).
+    earlier = run_dir / "checkpoints" / "update-000001.pt"
+    out = run_cli(*args, "--opponent", str(earlier), "--opponent-group", "blue", "--json")
     assert out.exit_code == 0, out.err
     report = json.loads(out.out)
     assert report["opponent_group"] == "blue" and set(report["win_rates"]) == {"red", "blue"}
+    assert report["opponent"] == str(earlier) and report["opponent_updates"] == 1
     assert all(len(counts) == 2 for counts in report["group_survivors"].values())
     alone = run_cli(*args, "--opponent", str(run_dir))
     assert alone.exit_code == 2 and "--opponent and --opponent-group go together" in alone.err
