@@ -13,7 +13,15 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# MKL, torch's matrix products on x86, splits a float32 product differently on another thread
+# count unless its strict reproducibility mode is on, and ``train.torch_threads: auto`` changes the
+# count with the machine's load: on a 2-core Intel Xeon (family 6, model 167) a VMAS PPO run ended
+# with other weights on 2 threads than on 1 (tests/train/test_threads.py). MKL reads this before
+# the process's first product, so it is set here, on import, unless the user set it.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.errors import ConfigError, PluginError, UserError

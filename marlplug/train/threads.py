@@ -21,6 +21,9 @@ aten op of every built-in algorithm compared on 1 and 2 threads, issue 47):
   and batched products of ~100 rows), so ``auto`` gives an invariant run at most
   :data:`MAX_INVARIANT_THREADS`. It is inside MKL: ``MKL_CBWR=AUTO,STRICT`` set before the
   process's first product removes it, and cannot be switched on later (``mkl_cbwr_set`` fails).
+  On a 2-core Intel Xeon (family 6, model 167) MKL split bigger products differently too, and a
+  VMAS PPO run ended with other weights on 2 threads than on 1; so ``import marlplug`` sets
+  ``MKL_CBWR=AUTO,STRICT`` unless it is set (about 3% slower there, docs/results/speed.md).
 - a reduction of more than 32,768 elements to ONE number (``x.sum()``, ``x.mean()``): torch adds
   per-thread partial sums. Reductions with several outputs (``x.sum(0)`` of ``[B, agents]``) add
   each output on one thread and agree; marlplug's losses reduce per agent.
