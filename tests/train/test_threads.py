@@ -5,6 +5,7 @@ one only to runs whose algorithm declares them invariant."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -244,3 +245,17 @@ def test_auto_gives_an_invariant_run_at_most_the_verified_threads(
         assert auto.choose() == MAX_INVARIANT_THREADS
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "AUTO,STRICT"), ("COMPATIBLE", "COMPATIBLE")])
+def test_import_marlplug_turns_on_mkls_strict_mode_unless_set(given: str | None, kept: str) -> None:
+    # What the VMAS PPO run above needs on an Intel Xeon (family 6, model 167); a user's own
+    # MKL_CBWR stays.
+    env = {key: value for key, value in os.environ.items() if key != "MKL_CBWR"}
+    if given is not None:
+        env["MKL_CBWR"] = given
+    code = "import os, marlplug; print(os.environ['MKL_CBWR'])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == kept
