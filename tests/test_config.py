@@ -232,6 +232,7 @@ def test_a_maddpg_config_shows_and_saves_only_what_maddpg_uses() -> None:
         "max_nonfinite_steps",
         "eval_every",
         "eval_episodes",
+        "eval_envs",
         "final_eval_episodes",
         "eval_backend",
     }

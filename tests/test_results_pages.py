@@ -400,6 +400,23 @@ def rows_learning_lbf() -> Iterator[str]:
         )
 
 
+#: The same config for 30 minutes a run (``train.max_minutes=30``), two runs at a time on the two
+#: cores, seeds 0-2: what issue 46's "within 30 minutes" reaches.
+LBF_VDN_30_MINUTES = "sweep_lbf_8x8_2p_2f_coop_vdn_30min.json"
+
+
+def rows_learning_lbf_30_minutes() -> Iterator[str]:
+    """Each seed's env steps in 30 minutes and greedy team return on 100 final episodes, their IQM."""
+    seeds = runs(LBF_VDN_30_MINUTES)
+    yield row(
+        "`vdn`, EPyMARL's settings, 30 minutes",
+        f"[`{LBF_VDN_30_MINUTES}`](../data/{LBF_VDN_30_MINUTES})",
+        " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
+        " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
+        iqm(LBF_VDN_30_MINUTES, metric="return", digits=2),
+    )
+
+
 def rows_learning_lbf_curves() -> Iterator[str]:
     """The 300k runs' periodic evaluations (20 episodes) every 50k env steps, then the final 100."""
     for run in runs(LBF_VDN[-1]):
@@ -645,6 +662,10 @@ BENCHMARL_WALL_TIME = {
     "navigation": (
         ("marlplug PPO, `navigation_vmas_benchmarl.yaml`", "sweep_navigation_wall20.json"),
         ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_navigation_mappo_wall20.json"),
+    ),
+    "sampling": (
+        ("marlplug PPO, `sampling_vmas_benchmarl.yaml`", "sweep_sampling_wall20.json"),
+        ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_sampling_mappo_wall20.json"),
     ),
 }
 #: Decimals of each task's returns (navigation's team returns are about 3).

@@ -118,7 +118,7 @@ def run_target(
     options: dict[str, Any] = {} if agents is None else {"agents": agents}
     if scenario is None or scenario == config.env.name:
         scenario = config.env.name
-        env = evaluation_env(config, backend=backend, **options)
+        env = evaluation_env(config, backend=backend, num_envs=config.train.eval_envs, **options)
         options = {**config.env.options.model_dump(), **options}
     else:  # another scenario, with its default options: load_policy says whether the sizes fit
         global_state = config.algorithm.uses_global_state

@@ -193,6 +193,17 @@ class TrainSection(TrainerSettings):
     eval_episodes: int = Field(
         20, ge=1, le=10**5, description="Episodes per evaluation (train.eval_every)."
     )
+    # One copy steps each evaluation episode alone: on vmas, whose step costs about the same for
+    # one copy as for dozens, 20 episodes of 100 steps took ~30 s of a 20-minute sampling run's
+    # every 10 updates (docs/results/benchmarl.md); 20 copies run them in one round.
+    eval_envs: int = Field(
+        1,
+        ge=1,
+        le=10**4,
+        description="Env copies an evaluation steps at once (train.eval_every, and marlplug "
+        "evaluate of the run): its episodes run in rounds of this many. More is faster on a "
+        "batched backend (vmas); the episodes differ from those of another count.",
+    )
     # The last evaluation is the run's result (the summary's line); 20 episodes of cooperative
     # navigation put ~±0.05 of noise on its oracle-normalized score, 100 ~±0.02.
     final_eval_episodes: int | None = Field(

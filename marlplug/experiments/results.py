@@ -127,7 +127,7 @@ class SweepResults(_Record):
 
     def save(self, path: Path) -> None:
         """Write atomically: an interrupted sweep leaves the previous complete file."""
-        from marlplug.runs.checkpoint import write_atomically
+        from marlplug.runs.atomic_files import write_atomically
 
         text = json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
         write_atomically(path, lambda stream: stream.write(text.encode()))

@@ -11,13 +11,9 @@ it, whoever wrote it; a file holding anything else is refused with one line.
 
 from __future__ import annotations
 
-import os
 import pickle
 import random
 import re
-import shutil
-import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -32,6 +28,7 @@ from marlplug.config import resolved_dict
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
 from marlplug.plugins import get_component
+from marlplug.runs.atomic_files import write_atomically
 
 if TYPE_CHECKING:
     from torchrl.envs import EnvBase
@@ -125,56 +122,6 @@ def check_plain(value: object, where: str = "checkpoint") -> None:
     )
 
 
-def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Call ``write`` on a temporary file beside ``path``, fsync it and move it into place.
-
-    A reader, or a run that crashes meanwhile, sees the old file or the new one, never half of one.
-    The file keeps the mode it had (a new one gets the umask's), and a symlink's target is replaced,
-    not the link.
-
-    Examples:
-        >>> import tempfile
-        >>> target = Path(tempfile.mkdtemp()) / "notes.txt"
-        >>> write_atomically(target, lambda stream: stream.write(b"done")).read_text()
-        'done'
-    """
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _default_file_mode()
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        os.fchmod(handle, mode)  # mkstemp makes the file private (0600)
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_directory(path.parent)  # the rename itself survives a power loss
-    return path
-
-
-def _default_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        handle = os.open(directory, os.O_RDONLY)
-    except OSError:  # a platform or file system that cannot open directories
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
-
-
 def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
     """Write ``state`` (plus RNG states and the format mark) to ``path`` atomically: a reader never
     sees half a file, and a crash leaves the previous checkpoint in place.
@@ -200,56 +147,6 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> Path:
         if exc.filename is None:  # a failed write() or fsync() names no file
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
-
-
-#: The run folder's sub-folder of the checkpoints ``train.keep_checkpoint_every`` keeps.
-KEPT_DIR = "checkpoints"
-
-
-def kept_checkpoint_path(run_dir: Path, update: int) -> Path:
-    """Where ``train.keep_checkpoint_every`` keeps the checkpoint written after ``update``.
-
-    Examples:
-        >>> kept_checkpoint_path(Path("runs/battle"), 160).as_posix()
-        'runs/battle/checkpoints/update-000160.pt'
-    """
-    return run_dir / KEPT_DIR / f"update-{update:06d}.pt"
-
-
-def keep_checkpoint(checkpoint: Path, update: int) -> Path:
-    """Keep ``checkpoint`` as it is now, at :func:`kept_checkpoint_path` of its folder, atomically.
-
-    A hard link: no bytes are copied, and the next :func:`save_checkpoint` puts a new file in
-    ``checkpoint``'s place, leaving the kept one as it was. A copy where the file system has no
-    hard links.
-
-    Examples:
-        >>> import tempfile
-        >>> run_dir = Path(tempfile.mkdtemp())
-        >>> _ = save_checkpoint(run_dir / CHECKPOINT_NAME, {"update": 40})
-        >>> kept = keep_checkpoint(run_dir / CHECKPOINT_NAME, 40)
-        >>> _ = save_checkpoint(run_dir / CHECKPOINT_NAME, {"update": 50})
-        >>> kept.name, load_checkpoint(kept)["update"], load_checkpoint(run_dir / CHECKPOINT_NAME)["update"]
-        ('update-000040.pt', 40, 50)
-    """
-    kept = kept_checkpoint_path(checkpoint.parent, update)
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    # A free name of the form remove_orphaned_temporaries clears after a crash.
-    handle, temporary = tempfile.mkstemp(prefix=f".{kept.name}-", dir=kept.parent)
-    os.close(handle)
-    os.unlink(temporary)
-    try:
-        os.link(checkpoint, temporary)
-    except OSError:  # no hard links on this file system (e.g. some network or FAT ones)
-        with checkpoint.open("rb") as source:
-            return write_atomically(kept, lambda stream: shutil.copyfileobj(source, stream))
-    try:
-        os.replace(temporary, kept)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_directory(kept.parent)
-    return kept
 
 
 def load_checkpoint(

@@ -15,7 +15,7 @@ from torchrl.record.loggers import CSVLogger, Logger, TensorboardLogger
 
 from marlplug.config import LoggingSection
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.atomic_files import write_atomically
 from marlplug.runs.run_logger import RunLogger, RunOutcome, missing_package
 from marlplug.runs.trackers import open_mlflow, open_wandb
 

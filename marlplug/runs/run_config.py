@@ -9,7 +9,7 @@ import yaml
 
 from marlplug.config import MarlplugConfig, load_config, resolved_dict
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.atomic_files import write_atomically
 from marlplug.runs.run_folder import claim_run_dir, create_run_dir
 
 CONFIG_NAME = "config.yaml"

@@ -19,7 +19,7 @@ from torchrl.record.loggers.wandb import WandbLogger
 
 from marlplug.config import LoggingSection, MLflowSection, WandbSection
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.atomic_files import write_atomically
 from marlplug.runs.run_logger import RunOutcome, missing_package
 
 #: The run folder's record of its tracker runs: ``{"wandb": {"settings": ..., "run_id": ...}}``.

@@ -55,8 +55,8 @@ def untouched_rng() -> Iterator[None]:
 class PeriodicEvaluation:
     """Evaluates ``theta`` every ``train.eval_every`` updates and after the last one.
 
-    The episodes are those of ``marlplug evaluate RUN_DIR --episodes E`` (one env copy, evaluation
-    seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with ``--backend`` set to
+    The episodes are those of ``marlplug evaluate RUN_DIR --episodes E`` (``train.eval_envs`` env
+    copies, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with ``--backend`` set to
     ``train.eval_backend`` where the run sets it), E being ``train.eval_episodes``, or
     ``train.final_eval_episodes`` after the last update, so the run's final evaluation and that
     command agree. Where the scenario has a scripted policy, the random and scripted references are
@@ -90,7 +90,7 @@ class PeriodicEvaluation:
         self.seed = DEFAULT_EVALUATION_SEED
         with untouched_rng():  # building networks and envs may draw from the global RNGs
             self.backend = config.train.eval_backend or config.env.backend
-            self.env = evaluation_env(config, backend=self.backend)
+            self.env = evaluation_env(config, backend=self.backend, num_envs=config.train.eval_envs)
             self.program = algorithm.bind(self.env, config)
             if not isinstance(self.program, (ModuleActing, FlatActing)):
                 self.env.close()
@@ -144,7 +144,7 @@ class PeriodicEvaluation:
         ``final``: the evaluation after the run's last update (``train.final_eval_episodes``)."""
         episodes = self.final_episodes if final else self.episodes
         references = self.references(episodes)
-        # One thread: one env copy acts through products of a few rows, which MKL computes with
+        # One thread: a few env copies act through products of a few rows, which MKL computes with
         # other last bits on two threads (marlplug.train.threads), and a second thread would only
         # add synchronization to such small tensors.
         with untouched_rng(), one_thread():

@@ -33,7 +33,7 @@ from marlplug.distributed.assignment import coded_assignment
 from marlplug.distributed.controller import RoundTimeoutError
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
-from marlplug.runs.checkpoint import CHECKPOINT_NAME, KEPT_DIR
+from marlplug.runs.checkpoint import CHECKPOINT_NAME
 from marlplug.runs.interrupt import TrainingInterrupted, stop_requests
 from marlplug.runs.iteration_report import (
     IterationLog,
@@ -42,6 +42,7 @@ from marlplug.runs.iteration_report import (
     log_iteration,
     rounds_columns,
 )
+from marlplug.runs.kept_checkpoints import KEPT_DIR
 from marlplug.runs.metrics_files import open_run_logger, restart_rounds_csv
 from marlplug.runs.reporting import ProgressBar
 from marlplug.runs.run_config import kept_checkpoint, new_run_dir, save_run_config

@@ -25,7 +25,6 @@ from marlplug.runs.checkpoint import (
     TRAINING_KEY,
     check_agents,
     config_changes,
-    keep_checkpoint,
     load_checkpoint,
     restore_rng_states,
     restore_state,
@@ -37,6 +36,7 @@ from marlplug.runs.evaluations import (
     evaluations_from_checkpoint,
 )
 from marlplug.runs.iteration_report import IterationLog
+from marlplug.runs.kept_checkpoints import keep_checkpoint
 from marlplug.runs.stats import ReturnPoint, history_for_checkpoint, history_from_checkpoint
 from marlplug.train.budget import WallBudget
 from marlplug.train.loop import Training

@@ -15,15 +15,14 @@ import pytest
 import torch
 
 from marlplug.config import load_config
-from marlplug.runs import checkpoint as checkpoint_module
+from marlplug.runs import kept_checkpoints as kept_module
 from marlplug.runs.checkpoint import (
     CHECKPOINT_NAME,
-    KEPT_DIR,
     TRAINING_KEY,
-    keep_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
+from marlplug.runs.kept_checkpoints import KEPT_DIR, keep_checkpoint
 from marlplug.runs.run_config import load_run_config
 from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
@@ -88,7 +87,7 @@ def test_a_file_system_without_hard_links_gets_a_copy(
         raise OSError(errno.EPERM, "Operation not permitted")
 
     latest = save_checkpoint(tmp_path / CHECKPOINT_NAME, {"update": 5})
-    monkeypatch.setattr(checkpoint_module.os, "link", no_links)
+    monkeypatch.setattr(kept_module.os, "link", no_links)
     kept = keep_checkpoint(latest, 5)
     save_checkpoint(latest, {"update": 6})
     assert not os.path.samefile(kept, latest)

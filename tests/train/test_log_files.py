@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from marlplug.runs.checkpoint import write_atomically
+from marlplug.runs.atomic_files import write_atomically
 from marlplug.runs.iteration_report import rounds_columns
 from marlplug.runs.metrics_files import restart_rounds_csv, restart_scalar_csvs
 

@@ -1,19 +1,24 @@
 """``train.eval_every`` / ``train.eval_episodes``: deterministic evaluations logged to the metrics,
 drawn on the learning curve and reported in the summary, without changing training by one bit
-(PPO and MADDPG; resumed runs too)."""
+(PPO and MADDPG; resumed runs too); ``train.eval_envs`` copies at once."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from marlplug import load_config
+from marlplug.plugins import get_component
 from marlplug.runs.checkpoint import EVALUATIONS_KEY, load_checkpoint
 from marlplug.runs.metrics_files import read_scalar_csv
 from marlplug.runs.summary import summary_lines
 from marlplug.testing import register_plugin
+from marlplug.train.evaluation import PeriodicEvaluation
 from marlplug.train.result import TrainResult
 from marlplug.train.run import run_training
 from tests.cli.test_evaluate_run import MADDPG_RUN
@@ -119,3 +124,24 @@ def test_an_algorithm_that_cannot_act_trains_without_evaluation(tmp_path: Path) 
         result = _train(tmp_path, "regression", overrides)
     assert result.completed == 2 and result.evaluations == []
     assert any("has no acting policy" in note for note in result.notes), result.notes
+
+
+def test_eval_envs_runs_rounds_of_copies_and_evaluate_agrees(
+    tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    evaluation = ["train.eval_every=3", "train.eval_episodes=4"]
+    batched = _train(tmp_path, "batched", [*RUNS["ppo"], *evaluation, "train.eval_envs=3"])
+    one = _train(tmp_path, "one", [*RUNS["ppo"], *evaluation])
+    assert torch.equal(batched.theta, one.theta)  # evaluation leaves training as it was
+    config = load_config(batched.run_dir / "config.yaml")
+    periodic = PeriodicEvaluation(config, get_component("algorithm", "ppo")())
+    assert periodic.env.batch_size == torch.Size([3])
+    periodic.close()
+    final, alone = batched.final_evaluation, one.final_evaluation
+    assert final is not None and alone is not None
+    assert final.episodes == 4 and final.score is not None
+    assert final.mean != alone.mean  # other episodes: two rounds of three copies
+    # `marlplug evaluate RUN_DIR` evaluates on the run's copies, so it agrees with the run.
+    report = run_cli("evaluate", str(batched.run_dir), "--episodes", "4", "--json")
+    assert report.exit_code == 0
+    assert json.loads(report.out)["mean"] == pytest.approx(final.mean)
