@@ -193,9 +193,9 @@ class TrainSection(TrainerSettings):
     eval_episodes: int = Field(
         20, ge=1, le=10**5, description="Episodes per evaluation (train.eval_every)."
     )
-    # One copy steps each evaluation episode alone: on vmas, whose step costs about the same for
-    # one copy as for dozens, 20 episodes of 100 steps took ~30 s of a 20-minute sampling run's
-    # every 10 updates (docs/results/benchmarl.md); 20 copies run them in one round.
+    # One copy steps each evaluation episode alone. On vmas, whose step costs about the same for
+    # one copy as for dozens, a 20-episode evaluation of sampling took ~50 s on one copy and 2.6 s
+    # on 20 (docs/results/benchmarl.md, "Sampling, equal wall time").
     eval_envs: int = Field(
         1,
         ge=1,

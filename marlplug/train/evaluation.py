@@ -34,8 +34,9 @@ from marlplug.runs.evaluations import EvaluationPoint
 from marlplug.train.threads import one_thread
 
 #: Reference episodes already measured in this process (:meth:`PeriodicEvaluation.references`):
-#: per key, the most episodes measured and their returns.
-_REFERENCES: dict[tuple[str, str, str, int], tuple[int, dict[str, list[float]] | None]] = {}
+#: per key (scenario, backend, options, evaluation seed, env copies: the copies change the
+#: episodes), the most episodes measured and their returns.
+_REFERENCES: dict[tuple[str, str, str, int, int], tuple[int, dict[str, list[float]] | None]] = {}
 
 
 class NoActingPolicy(ConfigError):
@@ -56,8 +57,8 @@ class PeriodicEvaluation:
     """Evaluates ``theta`` every ``train.eval_every`` updates and after the last one.
 
     The episodes are those of ``marlplug evaluate RUN_DIR --episodes E`` (``train.eval_envs`` env
-    copies, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with ``--backend`` set to
-    ``train.eval_backend`` where the run sets it), E being ``train.eval_episodes``, or
+    copies, evaluation seed :data:`~marlplug.envs.evaluate.DEFAULT_EVALUATION_SEED`; with
+    ``--backend`` set to ``train.eval_backend`` where the run sets it), E being ``train.eval_episodes``, or
     ``train.final_eval_episodes`` after the last update, so the run's final evaluation and that
     command agree. Where the scenario has a scripted policy, the random and scripted references are
     measured once per episode count on the same episodes and every evaluation carries its
@@ -90,7 +91,8 @@ class PeriodicEvaluation:
         self.seed = DEFAULT_EVALUATION_SEED
         with untouched_rng():  # building networks and envs may draw from the global RNGs
             self.backend = config.train.eval_backend or config.env.backend
-            self.env = evaluation_env(config, backend=self.backend, num_envs=config.train.eval_envs)
+            self.copies = config.train.eval_envs
+            self.env = evaluation_env(config, backend=self.backend, num_envs=self.copies)
             self.program = algorithm.bind(self.env, config)
             if not isinstance(self.program, (ModuleActing, FlatActing)):
                 self.env.close()
@@ -104,10 +106,11 @@ class PeriodicEvaluation:
 
     def references(self, episodes: int) -> ReferenceReturns | None:
         """The references of this env's first ``episodes`` evaluation episodes, measured once per
-        process: they depend only on the scenario, its options, the backend and the episodes.
+        process: they depend only on the scenario, its options, the backend, the env copies and the
+        episodes.
         The run's largest episode count is measured on first use (its first episodes are every
         smaller count's), so the periodic and the final evaluations share one measurement."""
-        key = (self.scenario, self.backend, self.options, self.seed)
+        key = (self.scenario, self.backend, self.options, self.seed, self.copies)
         measured, returns = _REFERENCES.get(key, (0, None))
         if measured < episodes:
             measured = max(episodes, self.episodes, self.final_episodes)

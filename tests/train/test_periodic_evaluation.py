@@ -141,7 +141,11 @@ def test_eval_envs_runs_rounds_of_copies_and_evaluate_agrees(
     assert final is not None and alone is not None
     assert final.episodes == 4 and final.score is not None
     assert final.mean != alone.mean  # other episodes: two rounds of three copies
-    # `marlplug evaluate RUN_DIR` evaluates on the run's copies, so it agrees with the run.
-    report = run_cli("evaluate", str(batched.run_dir), "--episodes", "4", "--json")
-    assert report.exit_code == 0
-    assert json.loads(report.out)["mean"] == pytest.approx(final.mean)
+    # `marlplug evaluate RUN_DIR` evaluates on the run's copies and scores against references on
+    # the same episodes, so each run's final evaluation agrees with it.
+    for run, point in ((batched, final), (one, alone)):
+        report = run_cli("evaluate", str(run.run_dir), "--episodes", "4", "--json")
+        assert report.exit_code == 0
+        out = json.loads(report.out)
+        assert out["mean"] == pytest.approx(point.mean)
+        assert out["score"] == pytest.approx(point.score)
