@@ -95,12 +95,24 @@ def test_a_run_trains_the_same_with_its_copies_in_worker_processes(tmp_path: Pat
     assert torch.equal(serial, processes)
 
 
-def test_closing_serial_copies_keeps_the_torch_thread_count() -> None:
+@pytest.mark.parametrize(
+    ("name", "backend", "package"),
+    [
+        ("cooperative_navigation", "mpe", None),
+        ("simple_push", "pettingzoo", None),
+        ("Foraging-8x8-2p-2f-coop-v3", "gymnasium", "lbforaging"),
+    ],
+)
+def test_closing_serial_copies_keeps_the_torch_thread_count(
+    name: str, backend: str, package: str | None
+) -> None:
     # TorchRL's SerialEnv.close raises it (by workers it does not have); the count is the run's.
+    if package is not None:
+        pytest.importorskip(package)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        env = make_env("cooperative_navigation", agents=2, num_envs=2, seed=0)
+        env = make_env(name, backend=backend, num_envs=2, seed=0)
         env.close()
         assert torch.get_num_threads() == 1
     finally:

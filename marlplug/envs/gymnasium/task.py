@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from torchrl.envs import EnvBase, SerialEnv
+from torchrl.envs import EnvBase
 
+from marlplug.envs.copies import serial_copies
 from marlplug.envs.gymnasium.adapter import ActionMaskReader, TupleAgentsEnv
 from marlplug.envs.joint import JointEnvWrapper
 from marlplug.envs.options import ScenarioOptions
@@ -118,17 +119,7 @@ class GymnasiumScenario(EnvScenario):
         )
 
     def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
-        env: EnvBase
-        if num_envs == 1:
-            env = self._single()
-        else:
-            env = SerialEnv(num_envs, self._single)
-            env.start()
-            # SerialEnv forwards attributes as one value per copy; consumers expect one dict.
-            env.group_map = dict(env._envs[0].group_map)
-        if seed is not None:
-            env.set_seed(seed)
-        return env.to(device)
+        return serial_copies(self._single, num_envs=num_envs, seed=seed, device=device).to(device)
 
 
 def gymnasium_scenario(task: GymnasiumTask) -> type[GymnasiumScenario]:
