@@ -218,6 +218,20 @@ def evaluation_env(config: MarlplugConfig, *, num_envs: int = 1, **changes: Any)
     )
 
 
+def _drop_nested_step_marks(env: EnvBase, tensordict: TensorDictBase) -> None:
+    """A ``rollout`` callback: remove the ``_neg_step`` entries TorchRL leaves beside nested done
+    keys.
+
+    With ``break_when_all_done`` TorchRL 0.14 marks the copies that finished with a ``_neg_step``
+    entry beside every done key, but takes back only the top-level one; the nested ones it leaves
+    (an agent group's) make the next step's keys differ from the last, and the rollout fails
+    (``KeyError: 'Key _neg_step not found'``) as soon as the copies end at different steps.
+    """
+    for key in env.done_keys:
+        if isinstance(key, tuple) and len(key) > 1:
+            tensordict.pop((*key[:-1], "_neg_step"), None)
+
+
 def first_episode_returns(rollout: TensorDictBase, groups: list[str]) -> dict[str, torch.Tensor]:
     """Per group, ``[copies]`` each env copy's return over its first episode in ``rollout``.
 
@@ -328,6 +342,7 @@ def evaluate(
                 policy,
                 break_when_any_done=False,
                 break_when_all_done=True,
+                callback=_drop_nested_step_marks,
             )
             frames += rollout.numel()
             for group, values in first_episode_returns(rollout, groups).items():

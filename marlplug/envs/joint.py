@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -35,6 +35,24 @@ class JointStepResult:
     done: bool
     observations: list[torch.Tensor]
     truncated: bool = False
+
+
+class Observed(NamedTuple):
+    """What a :class:`JointEnvWrapper`'s agents see: ``observations`` ``[n, obs_dim]`` and, where
+    the env says which actions are valid, ``action_mask`` ``[n, n_actions]``."""
+
+    observations: torch.Tensor
+    action_mask: torch.Tensor | None = None
+
+
+class Stepped(NamedTuple):
+    """One step of a :class:`JointEnvWrapper`'s env: what the agents see next, their ``rewards``
+    ``[n, 1]``, and whether (and how) the episode ended."""
+
+    observed: Observed
+    rewards: torch.Tensor
+    done: bool
+    truncated: bool
 
 
 @runtime_checkable
@@ -140,7 +158,8 @@ class JointEnvWrapper(EnvBase):
             )
         super().__init__(batch_size=torch.Size([]))
         self.joint_env = env
-        self._masked = action_mask
+        # Read once: a runtime Protocol check per step costs as much as a small env's step.
+        self._action_mask = env.action_mask if action_mask else None  # type: ignore[attr-defined]
         self._name = name
         self._group = group
         self._next_seed: int | None = None
@@ -219,34 +238,49 @@ class JointEnvWrapper(EnvBase):
             out.set((self._group, key), torch.full((n, 1), value))
         return out
 
-    def _observation_td(self, observations: torch.Tensor) -> TensorDict:
-        group = TensorDict({"observation": observations}, batch_size=[self._n_agents])
-        if self._masked:
-            env = self.joint_env
-            assert isinstance(env, MaskedJointEnv)
-            group.set("action_mask", torch.as_tensor(env.action_mask(), dtype=torch.bool))
+    def _observed(self, observations: Sequence[torch.Tensor], call: str) -> Observed:
+        """What the agents see after ``call``: their stacked observations and, when the env says
+        which actions are valid, its action mask."""
+        stacked = self._stack(observations, call, self._observation_dim)
+        if self._action_mask is None:
+            return Observed(stacked)
+        return Observed(stacked, torch.as_tensor(self._action_mask(), dtype=torch.bool))
+
+    def _observation_td(self, observed: Observed) -> TensorDict:
+        group = TensorDict({"observation": observed.observations}, batch_size=[self._n_agents])
+        if observed.action_mask is not None:
+            group.set("action_mask", observed.action_mask)
         return TensorDict({self._group: group}, batch_size=[])
 
     def _set_seed(self, seed: int | None) -> None:
         self._next_seed = seed
 
-    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDict:
+    def reset_joint(self) -> Observed:
+        """Start an episode of the joint env (with the seed :meth:`set_seed` left, if any)."""
         seed, self._next_seed = self._next_seed, None
-        observations = self._stack(
-            self.joint_env.reset(seed=seed), "reset()", self._observation_dim
-        )
-        return self._flags(self._observation_td(observations), False, False)
+        return self._observed(self.joint_env.reset(seed=seed), "reset()")
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDict:
-        actions = list(tensordict.get((self._group, "action")).unbind(0))
-        result = self.joint_env.step(actions)
-        observations = self._stack(result.observations, "step()", self._observation_dim)
+    def step_joint(self, actions: torch.Tensor) -> Stepped:
+        """One step of the joint env with the group's ``action`` (one row per agent)."""
+        result = self.joint_env.step(list(actions.unbind(0)))
         rewards = torch.as_tensor(result.rewards, dtype=torch.float32).reshape(-1)
         if rewards.numel() != self._n_agents:
             raise UserError(
                 f"{self._name}.step() returned {rewards.numel()} rewards; expected "
                 f"{self._n_agents} (one per agent)"
             )
-        out = self._observation_td(observations)
-        out.set((self._group, "reward"), rewards.unsqueeze(-1))
-        return self._flags(out, bool(result.done), bool(result.truncated))
+        return Stepped(
+            self._observed(result.observations, "step()"),
+            rewards.unsqueeze(-1),
+            bool(result.done),
+            bool(result.truncated),
+        )
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDict:
+        return self._flags(self._observation_td(self.reset_joint()), False, False)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDict:
+        stepped = self.step_joint(tensordict.get((self._group, "action")))
+        out = self._observation_td(stepped.observed)
+        out.set((self._group, "reward"), stepped.rewards)
+        return self._flags(out, stepped.done, stepped.truncated)

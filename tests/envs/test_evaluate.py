@@ -8,6 +8,7 @@ from tensordict import TensorDict
 
 from marlplug.config import load_config
 from marlplug.envs import EvaluationResult, evaluate, make_env, normalized_score, random_policy
+from marlplug.envs.copies import serial_copies
 from marlplug.envs.evaluate import (
     EVALUATION_SALT,
     first_episode_returns,
@@ -15,9 +16,11 @@ from marlplug.envs.evaluate import (
     reference_returns,
     references_of_first,
 )
+from marlplug.envs.joint_copies import JointEnvCopies
 from marlplug.envs.policies import ScriptedSpread
 from marlplug.errors import UserError
 from marlplug.seeding import derive_seed
+from tests.envs.dice import dice
 
 
 def test_a_return_is_the_episode_reward_summed_over_steps_and_agents() -> None:
@@ -122,3 +125,19 @@ def test_the_references_of_fewer_episodes_are_those_of_the_first_episodes() -> N
     assert three is not None and [len(values) for values in three.values()] == [3, 3]
     two = reference_returns(env, "cooperative_navigation", episodes=2, seed=0)
     assert references_of_first(three, 2) == two
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["serial-env", "joint-env-copies"])
+def test_copies_whose_episodes_end_apart_are_each_scored_on_their_first_episode(
+    batched: bool,
+) -> None:
+    # TorchRL leaves a nested "_neg_step" mark once some copies are done (a KeyError before).
+    env = (
+        JointEnvCopies([dice() for _ in range(3)])
+        if batched
+        else serial_copies(dice, num_envs=3, seed=None, device="cpu")
+    )
+    result = evaluate(env, random_policy(env), episodes=5, seed=3)
+    serial = serial_copies(dice, num_envs=3, seed=None, device="cpu")
+    assert result.returns == evaluate(serial, random_policy(env), episodes=5, seed=3).returns
+    assert result.episodes == 5 and len(set(result.returns)) > 1

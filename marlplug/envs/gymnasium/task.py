@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 
 from torchrl.envs import EnvBase
 
-from marlplug.envs.copies import serial_copies
 from marlplug.envs.gymnasium.adapter import ActionMaskReader, TupleAgentsEnv
 from marlplug.envs.joint import JointEnvWrapper
+from marlplug.envs.joint_copies import JointEnvCopies
 from marlplug.envs.options import ScenarioOptions
 from marlplug.envs.scenario import EnvScenario
 from marlplug.envs.task_options import ActionKind, TaskOptions, TaskProbe, flat_size, task_options
@@ -119,7 +119,15 @@ class GymnasiumScenario(EnvScenario):
         )
 
     def _build(self, *, num_envs: int, seed: int | None, device: str) -> EnvBase:
-        return serial_copies(self._single, num_envs=num_envs, seed=seed, device=device).to(device)
+        # The copies of SerialEnv (the same episodes), with TorchRL's per-step work done once.
+        env = (
+            self._single()
+            if num_envs == 1
+            else JointEnvCopies([self._single() for _ in range(num_envs)])
+        )
+        if seed is not None:
+            env.set_seed(seed)
+        return env.to(device)
 
 
 def gymnasium_scenario(task: GymnasiumTask) -> type[GymnasiumScenario]:
