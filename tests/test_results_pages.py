@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +251,28 @@ def rows_speed_env_copies() -> Iterator[str]:
             number(r["steps_per_s"], digits=0),
             number(r["start_s"], digits=1),
             number(r["vs_serial"], digits=2) + "×" if r["copies"] != "serial" else "",
+        )
+
+
+def rows_speed_gymnasium_copies() -> Iterator[str]:
+    """Per copy count: LBF's steps/s as SerialEnv copies and as one JointEnvCopies env (medians of
+    the interleaved bench runs), the ratio, and worker processes beside JointEnvCopies."""
+    runs = load("env_copies_lbf_joint.json")["runs"]
+    for num_envs in sorted({r["num_envs"] for r in runs}):
+        of = [r for r in runs if r["num_envs"] == num_envs]
+        serial = statistics.median(
+            r["serial_steps_per_s"] for r in of if r["copies_as"] == "SerialEnv"
+        )
+        joint = [r for r in of if r["copies_as"] == "JointEnvCopies"]
+        batched = statistics.median(r["serial_steps_per_s"] for r in joint)
+        processes = statistics.median(r["processes_steps_per_s"] for r in joint)
+        yield row(
+            str(num_envs),
+            number(serial, digits=0),
+            number(batched, digits=0),
+            number(batched / serial, digits=2) + "×",
+            number(processes, digits=0),
+            number(processes / batched, digits=2) + "×",
         )
 
 
@@ -673,6 +695,16 @@ BENCHMARL_WALL_TIME = {
         ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_sampling_mappo_wall20.json"),
     ),
 }
+#: The same against BenchMARL's IPPO (Intel Xeon; marlplug evaluating on 20 env copies).
+BENCHMARL_WALL_TIME_IPPO = {
+    "navigation": (
+        (
+            "marlplug PPO, `navigation_vmas_benchmarl.yaml`, `train.eval_envs=20`",
+            "sweep_navigation_wall20_eval20.json",
+        ),
+        ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_navigation_ippo_wall20.json"),
+    ),
+}
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
 #: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
@@ -702,9 +734,11 @@ def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
         yield row(label, f"[`{name}`](../data/{name})", *cells)
 
 
-def rows_benchmarl_equal_wall_time(task: str) -> Iterator[str]:
+def rows_benchmarl_equal_wall_time(
+    task: str, sides: Mapping[str, tuple[tuple[str, str], ...]] = BENCHMARL_WALL_TIME
+) -> Iterator[str]:
     """As at equal frames, with the frames each seed's 20 minutes reached."""
-    for label, name, cells in benchmarl_sides(task, BENCHMARL_WALL_TIME[task]):
+    for label, name, cells in benchmarl_sides(task, sides[task]):
         frames = " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
         yield row(label, f"[`{name}`](../data/{name})", frames, *cells)
 
@@ -802,6 +836,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "speed: busy machine, idle": ("speed.md", rows_speed_busy_idle),
     "speed: busy machine, sweeps": ("speed.md", rows_speed_busy_sweeps),
     "speed: env copies in worker processes": ("speed.md", rows_speed_env_copies),
+    "speed: gymnasium copies in one env": ("speed.md", rows_speed_gymnasium_copies),
     "learning: default route": ("learning.md", rows_learning_default_route),
     "learning: route choices": ("learning.md", rows_learning_route_choices),
     "learning: mpe route": ("learning.md", rows_learning_mpe_route),
@@ -831,10 +866,17 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     },
     **{
         f"benchmarl: {task} at equal wall time": (
-            "benchmarl.md",
+            "benchmarl-wall-time.md",
             functools.partial(rows_benchmarl_equal_wall_time, task),
         )
         for task in BENCHMARL_WALL_TIME
+    },
+    **{
+        f"benchmarl: {task} against IPPO at equal wall time": (
+            "benchmarl-wall-time.md",
+            functools.partial(rows_benchmarl_equal_wall_time, task, BENCHMARL_WALL_TIME_IPPO),
+        )
+        for task in BENCHMARL_WALL_TIME_IPPO
     },
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
@@ -851,7 +893,8 @@ def test_the_page_prints_its_data(name: str) -> None:
 
 
 def test_every_data_file_a_results_page_links_exists() -> None:
-    for page in ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md"):
+    pages = ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md")
+    for page in (*pages, "benchmarl-wall-time.md"):
         text = (RESULTS / page).read_text()
         for start in [i for i in range(len(text)) if text.startswith("../data/", i)]:
             name = text[start + len("../data/") :].split(")")[0].split("`")[0]

@@ -5,8 +5,9 @@
 - :func:`read_layout`, the one reader of an env's agent layout (groups, agents, sizes, action kinds)
   in the documented flat agent order, and :class:`MultiAgentEnvAdapter`, which steps an env with
   flat ``[E, M, ...]`` tensors for off-policy learners;
-- :class:`JointEnv`, the surface for your own non-TorchRL environment, and :class:`JointEnvWrapper`,
-  which makes one a TorchRL env every trainer takes;
+- :class:`JointEnv`, the surface for your own non-TorchRL environment, :class:`JointEnvWrapper`,
+  which makes one a TorchRL env every trainer takes, and :class:`JointEnvCopies`, which batches
+  copies of one;
 - rendering (:func:`render_frame`, :func:`rollout_frames`) and scripted situations
   (:func:`scripted_rewards`) for tests and docs;
 - reference policies (:func:`random_policy`, :func:`scripted_policy`) and :func:`evaluate`, which
@@ -17,6 +18,7 @@ from marlplug.envs.evaluate import EvaluationResult, evaluate, normalized_score
 from marlplug.envs.factory import available_envs, get_scenario, make_env
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.envs.joint import JointEnv, JointEnvWrapper, JointStepResult
+from marlplug.envs.joint_copies import JointEnvCopies
 from marlplug.envs.layout import AgentLayout, EnvLayout, GroupLayout, read_layout
 from marlplug.envs.options import AdversarialOptions, EntityOrderOptions, ScenarioOptions
 from marlplug.envs.policies import Policy, random_policy, reference_policy, scripted_policy
@@ -33,6 +35,7 @@ __all__ = [
     "EvaluationResult",
     "GroupLayout",
     "JointEnv",
+    "JointEnvCopies",
     "JointEnvWrapper",
     "JointStepResult",
     "MultiAgentEnvAdapter",

@@ -55,6 +55,19 @@ class Stepped(NamedTuple):
     truncated: bool
 
 
+def episode_flags(done: torch.Tensor, truncated: torch.Tensor) -> dict[str, torch.Tensor]:
+    """TorchRL's ``done``, ``terminated`` and ``truncated`` from a :class:`JointStepResult`'s
+    ``done`` and ``truncated`` (boolean tensors of one shape): a truncation counts only when the
+    episode is done, and an episode done without one is terminated.
+
+    Example:
+        >>> flags = episode_flags(torch.tensor([True, True, False]), torch.tensor([True, False, True]))
+        >>> {key: value.tolist() for key, value in flags.items()}
+        {'done': [True, True, False], 'terminated': [False, True, False], 'truncated': [True, False, False]}
+    """
+    return {"done": done, "terminated": done & ~truncated, "truncated": truncated & done}
+
+
 @runtime_checkable
 class JointEnv(Protocol):
     """The minimal joint-environment surface: per-agent observations in, per-agent actions out.
@@ -228,14 +241,10 @@ class JointEnvWrapper(EnvBase):
         return torch.stack(rows)
 
     def _flags(self, out: TensorDict, done: bool, truncated: bool) -> TensorDict:
-        n = self._n_agents
-        for key, value in (
-            ("done", done),
-            ("terminated", done and not truncated),
-            ("truncated", truncated and done),
-        ):
-            out.set(key, torch.full((1,), value))
-            out.set((self._group, key), torch.full((n, 1), value))
+        flags = episode_flags(torch.tensor([done]), torch.tensor([truncated]))
+        for key, value in flags.items():
+            out.set(key, value)
+            out.set((self._group, key), value.expand(self._n_agents, 1).clone())
         return out
 
     def _observed(self, observations: Sequence[torch.Tensor], call: str) -> Observed:

@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.envs import EnvBase
 
-from marlplug.envs.joint import JointEnvWrapper, Observed, Stepped
+from marlplug.envs.joint import JointEnvWrapper, Observed, Stepped, episode_flags
 
 
 class JointEnvCopies(EnvBase):
@@ -121,18 +121,14 @@ class JointEnvCopies(EnvBase):
     def _batch(
         self, observed: list[Observed], *, done: torch.Tensor, truncated: torch.Tensor
     ) -> TensorDict:
-        """The copies' entries stacked, with the done flags of :class:`JointEnvWrapper`."""
+        """The copies' entries stacked, with their episodes' done flags."""
         n_copies, n_agents = len(self.copies), self._n_agents
         group: dict[str, torch.Tensor] = {
             "observation": torch.stack([o.observations for o in observed])
         }
         if observed[0].action_mask is not None:
             group["action_mask"] = torch.stack([o.action_mask for o in observed])  # type: ignore[misc]
-        flags = {
-            "done": done,
-            "terminated": done & ~truncated,
-            "truncated": truncated & done,
-        }
+        flags = episode_flags(done, truncated)
         out = TensorDict(
             {key: value.reshape(n_copies, 1) for key, value in flags.items()},
             batch_size=[n_copies],

@@ -40,7 +40,7 @@ def test_lbf_valid_actions_are_the_action_mask() -> None:
     # NONE is always valid; walls, other players and food (LOAD only beside it) rule moves out.
     assert mask[..., 0].all() and not mask.all()
     # The env's own list of valid moves, action by action, for the state it is in now.
-    unwrapped = env._envs[0].joint_env.env.unwrapped
+    unwrapped = env.copies[0].joint_env.env.unwrapped
     valid = [{a.value for a in unwrapped._valid_actions[p]} for p in unwrapped.players]
     last = rollout["next", "agent", "action_mask"][0, -1]
     assert [set(torch.nonzero(row).flatten().tolist()) for row in last] == valid
