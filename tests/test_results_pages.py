@@ -400,60 +400,6 @@ def rows_learning_q_updates() -> Iterator[str]:
     )
 
 
-#: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2:
-#: 100k env steps, then the same runs resumed to 300k.
-LBF_VDN = ("sweep_lbf_8x8_2p_2f_coop_vdn.json", "sweep_lbf_8x8_2p_2f_coop_vdn_300k.json")
-#: The same config with QMIX (``--set algorithm.name=qmix``), 100k env steps, seeds 0-2.
-LBF_QMIX = "sweep_lbf_8x8_2p_2f_coop_qmix.json"
-
-
-def rows_learning_lbf() -> Iterator[str]:
-    """Each seed's greedy team return on 100 final episodes, and their IQM."""
-    labels = {name: "`vdn`, EPyMARL's settings" for name in LBF_VDN}
-    labels[LBF_QMIX] = "`qmix`, the same settings"
-    for name, label in labels.items():
-        seeds = runs(name)
-        yield row(
-            label,
-            f"[`{name}`](../data/{name})",
-            number(seeds[0].frames, digits=0),
-            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
-            iqm(name, metric="return", digits=2),
-        )
-
-
-#: The same config for 30 minutes a run (``train.max_minutes=30``), what issue 46's "within 30
-#: minutes" reaches: each seed alone on the machine (``--jobs 1``), and an earlier sweep with
-#: ``--jobs 2`` (seeds 0 and 1 at the same time, then seed 2).
-LBF_VDN_30_MINUTES = {
-    "sweep_lbf_8x8_2p_2f_coop_vdn_30min_alone.json": "one run at a time",
-    "sweep_lbf_8x8_2p_2f_coop_vdn_30min.json": "two at a time (seed 2 alone, after)",
-}
-
-
-def rows_learning_lbf_30_minutes() -> Iterator[str]:
-    """Each seed's env steps in 30 minutes and greedy team return on 100 final episodes, their IQM."""
-    for name, how in LBF_VDN_30_MINUTES.items():
-        seeds = runs(name)
-        yield row(
-            f"`vdn`, EPyMARL's settings, {how}",
-            f"[`{name}`](../data/{name})",
-            " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
-            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
-            iqm(name, metric="return", digits=2),
-        )
-
-
-def rows_learning_lbf_curves() -> Iterator[str]:
-    """The 300k runs' periodic evaluations (20 episodes) every 50k env steps, then the final 100."""
-    for run in runs(LBF_VDN[-1]):
-        yield row(
-            str(run.seed),
-            *(number(point.mean, digits=2) for point in run.curve if point.frames % 50_000 == 0),
-            number(run.evaluation.mean, digits=2),
-        )
-
-
 #: MAgent2 battle 64 vs 64 (battle_64v64.yaml, seed 0): `marlplug evaluate --json` of the red army,
 #: after update 50 (a first run, stopped there) and after update 295 (the run stopped by its
 #: 35-minute budget), against a uniform random blue army and against the run's earlier checkpoints.
@@ -481,6 +427,82 @@ def rows_learning_battle() -> Iterator[str]:
             number(alive["red"]),
             number(alive["blue"]),
         )
+
+
+# --- results/epymarl.md -----------------------------------------------------------------------
+
+
+#: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2:
+#: 100k env steps, then the same runs resumed to 300k.
+LBF_VDN = ("sweep_lbf_8x8_2p_2f_coop_vdn.json", "sweep_lbf_8x8_2p_2f_coop_vdn_300k.json")
+#: The same config with QMIX (``--set algorithm.name=qmix``), 100k env steps, seeds 0-2.
+LBF_QMIX = "sweep_lbf_8x8_2p_2f_coop_qmix.json"
+
+
+def rows_epymarl_lbf() -> Iterator[str]:
+    """Each seed's greedy team return on 100 final episodes, and their IQM."""
+    labels = {name: "`vdn`, EPyMARL's settings" for name in LBF_VDN}
+    labels[LBF_QMIX] = "`qmix`, the same settings"
+    for name, label in labels.items():
+        seeds = runs(name)
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            number(seeds[0].frames, digits=0),
+            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
+            iqm(name, metric="return", digits=2),
+        )
+
+
+#: The same config for 30 minutes a run (``train.max_minutes=30``), what issue 46's "within 30
+#: minutes" reaches: VDN with each seed alone on the machine (``--jobs 1``), VDN in an earlier sweep
+#: with ``--jobs 2`` (seeds 0 and 1 at the same time, then seed 2), and QMIX.
+LBF_30_MINUTES = {
+    "sweep_lbf_8x8_2p_2f_coop_vdn_30min_alone.json": "`vdn`, EPyMARL's settings, one run at a time",
+    "sweep_lbf_8x8_2p_2f_coop_vdn_30min.json": (
+        "`vdn`, EPyMARL's settings, two at a time (seed 2 alone, after)"
+    ),
+    "sweep_lbf_8x8_2p_2f_coop_qmix_30min.json": "`qmix`, the same settings, one run at a time",
+}
+
+
+def rows_epymarl_lbf_30_minutes() -> Iterator[str]:
+    """Each seed's env steps in 30 minutes and greedy team return on 100 final episodes, their IQM."""
+    for name, label in LBF_30_MINUTES.items():
+        seeds = runs(name)
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
+            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
+            iqm(name, metric="return", digits=2),
+        )
+
+
+def rows_epymarl_lbf_curves() -> Iterator[str]:
+    """The 300k runs' periodic evaluations (20 episodes) every 50k env steps, then the final 100."""
+    for run in runs(LBF_VDN[-1]):
+        yield row(
+            str(run.seed),
+            *(number(point.mean, digits=2) for point in run.curve if point.frames % 50_000 == 0),
+            number(run.evaluation.mean, digits=2),
+        )
+
+
+#: mpe2's speaker-listener (speaker_listener.yaml), 10 minutes a run, seeds 0-2.
+SPEAKER_LISTENER = "sweep_speaker_listener_10min.json"
+
+
+def rows_epymarl_speaker_listener() -> Iterator[str]:
+    """Each seed's frames in its minutes and greedy team return on 100 final episodes, their IQM."""
+    seeds = runs(SPEAKER_LISTENER)
+    yield row(
+        "`speaker_listener.yaml`, 10 minutes a run",
+        f"[`{SPEAKER_LISTENER}`](../data/{SPEAKER_LISTENER})",
+        " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
+        " / ".join(number(run.evaluation.mean, digits=1) for run in seeds),
+        iqm(SPEAKER_LISTENER, metric="return", digits=1),
+    )
 
 
 # --- results/many-agents.md -------------------------------------------------------------------
@@ -680,11 +702,13 @@ BENCHMARL_TASKS = {
     for task in ("balance", "navigation", "sampling")
 }
 #: The same tasks at equal wall time, 20 minutes a run (``train.max_minutes``, ``--wall-seconds``),
-#: marlplug on one core and BenchMARL on the other at the same time.
+#: marlplug on one core and BenchMARL on the other at the same time (BenchMARL's IPPO on balance
+#: and sampling a day later, beside other runs).
 BENCHMARL_WALL_TIME = {
     "balance": (
         ("marlplug PPO, `balance_vmas_benchmarl.yaml`", "sweep_balance_wall20.json"),
         ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_balance_mappo_wall20.json"),
+        ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_balance_ippo_wall20.json"),
     ),
     "navigation": (
         ("marlplug PPO, `navigation_vmas_benchmarl.yaml`", "sweep_navigation_wall20.json"),
@@ -693,6 +717,7 @@ BENCHMARL_WALL_TIME = {
     "sampling": (
         ("marlplug PPO, `sampling_vmas_benchmarl.yaml`", "sweep_sampling_wall20.json"),
         ("BenchMARL MAPPO, its fine-tuned settings", "benchmarl_sampling_mappo_wall20.json"),
+        ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_sampling_ippo_wall20.json"),
     ),
 }
 #: The same against BenchMARL's IPPO (Intel Xeon; marlplug evaluating on 20 env copies).
@@ -844,9 +869,10 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
     "learning: Q-learners": ("learning.md", rows_learning_q_learners),
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
-    "learning: LBF": ("learning.md", rows_learning_lbf),
-    "learning: LBF curves": ("learning.md", rows_learning_lbf_curves),
-    "learning: LBF in 30 minutes": ("learning.md", rows_learning_lbf_30_minutes),
+    "epymarl: LBF": ("epymarl.md", rows_epymarl_lbf),
+    "epymarl: LBF curves": ("epymarl.md", rows_epymarl_lbf_curves),
+    "epymarl: LBF in 30 minutes": ("epymarl.md", rows_epymarl_lbf_30_minutes),
+    "epymarl: speaker-listener": ("epymarl.md", rows_epymarl_speaker_listener),
     "learning: MAgent2 battle": ("learning.md", rows_learning_battle),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
@@ -893,7 +919,7 @@ def test_the_page_prints_its_data(name: str) -> None:
 
 
 def test_every_data_file_a_results_page_links_exists() -> None:
-    pages = ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md")
+    pages = ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md", "epymarl.md")
     for page in (*pages, "benchmarl-wall-time.md"):
         text = (RESULTS / page).read_text()
         for start in [i for i in range(len(text)) if text.startswith("../data/", i)]:
