@@ -466,16 +466,17 @@ LBF_30_MINUTES = {
 }
 
 
-def rows_epymarl_lbf_30_minutes() -> Iterator[str]:
-    """Each seed's env steps in 30 minutes and greedy team return on 100 final episodes, their IQM."""
-    for name, label in LBF_30_MINUTES.items():
+def rows_timed_sweeps(sweeps: Mapping[str, str], digits: int) -> Iterator[str]:
+    """Per sweep of runs stopped by ``train.max_minutes``: each seed's env steps in its minutes and
+    greedy team return on 100 final episodes, their IQM."""
+    for name, label in sweeps.items():
         seeds = runs(name)
         yield row(
             label,
             f"[`{name}`](../data/{name})",
             " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
-            " / ".join(number(run.evaluation.mean, digits=2) for run in seeds),
-            iqm(name, metric="return", digits=2),
+            " / ".join(number(run.evaluation.mean, digits=digits) for run in seeds),
+            iqm(name, metric="return", digits=digits),
         )
 
 
@@ -490,19 +491,9 @@ def rows_epymarl_lbf_curves() -> Iterator[str]:
 
 
 #: mpe2's speaker-listener (speaker_listener.yaml), 10 minutes a run, seeds 0-2.
-SPEAKER_LISTENER = "sweep_speaker_listener_10min.json"
-
-
-def rows_epymarl_speaker_listener() -> Iterator[str]:
-    """Each seed's frames in its minutes and greedy team return on 100 final episodes, their IQM."""
-    seeds = runs(SPEAKER_LISTENER)
-    yield row(
-        "`speaker_listener.yaml`, 10 minutes a run",
-        f"[`{SPEAKER_LISTENER}`](../data/{SPEAKER_LISTENER})",
-        " / ".join(f"{run.frames / 1e3:.0f}k" for run in seeds),
-        " / ".join(number(run.evaluation.mean, digits=1) for run in seeds),
-        iqm(SPEAKER_LISTENER, metric="return", digits=1),
-    )
+SPEAKER_LISTENER = {
+    "sweep_speaker_listener_10min.json": "`speaker_listener.yaml`, 10 minutes a run",
+}
 
 
 # --- results/many-agents.md -------------------------------------------------------------------
@@ -871,8 +862,14 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
     "epymarl: LBF": ("epymarl.md", rows_epymarl_lbf),
     "epymarl: LBF curves": ("epymarl.md", rows_epymarl_lbf_curves),
-    "epymarl: LBF in 30 minutes": ("epymarl.md", rows_epymarl_lbf_30_minutes),
-    "epymarl: speaker-listener": ("epymarl.md", rows_epymarl_speaker_listener),
+    "epymarl: LBF in 30 minutes": (
+        "epymarl.md",
+        functools.partial(rows_timed_sweeps, LBF_30_MINUTES, digits=2),
+    ),
+    "epymarl: speaker-listener": (
+        "epymarl.md",
+        functools.partial(rows_timed_sweeps, SPEAKER_LISTENER, digits=1),
+    ),
     "learning: MAgent2 battle": ("learning.md", rows_learning_battle),
     "many agents: packaged configs": ("many-agents.md", rows_many_packaged),
     "many agents: M = 8 choices": ("many-agents.md", rows_many_m8_choices),
