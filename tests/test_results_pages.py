@@ -242,6 +242,20 @@ def rows_speed_busy_sweeps() -> Iterator[str]:
         )
 
 
+def rows_speed_busy_replay() -> Iterator[str]:
+    """A VDN run idle and beside a second one, before and after the fix that runs it on one thread."""
+    for bench in load("busy_machine_replay.json")["benches"]:
+        for r in bench["rows"]:
+            yield row(
+                bench["code"],
+                r["load"],
+                number(r["fps"], digits=0),
+                number(r["vs_idle"], digits=2),
+                number(r["collect_vs_idle"], digits=2),
+                number(r["update_vs_idle"], digits=2),
+            )
+
+
 def rows_speed_env_copies() -> Iterator[str]:
     for r in load("env_copies.json"):
         yield row(
@@ -480,19 +494,24 @@ def rows_timed_sweeps(sweeps: Mapping[str, str], digits: int) -> Iterator[str]:
         )
 
 
-def rows_epymarl_lbf_curves() -> Iterator[str]:
-    """The 300k runs' periodic evaluations (20 episodes) every 50k env steps, then the final 100."""
-    for run in runs(LBF_VDN[-1]):
+def rows_curves(name: str, every: int) -> Iterator[str]:
+    """Each seed's periodic evaluations (20 episodes) every ``every`` env steps, then the final 100."""
+    for run in runs(name):
         yield row(
             str(run.seed),
-            *(number(point.mean, digits=2) for point in run.curve if point.frames % 50_000 == 0),
+            *(number(point.mean, digits=2) for point in run.curve if point.frames % every == 0),
             number(run.evaluation.mean, digits=2),
         )
 
 
-#: mpe2's speaker-listener (speaker_listener.yaml), 10 minutes a run, seeds 0-2.
+#: LBF 10x10-3p-3f with the same VDN settings (lbf_10x10_3p_3f_vdn.yaml), 30 minutes a run.
+LBF_10X10 = "sweep_lbf_10x10_3p_3f_vdn_30min.json"
+
+
+#: mpe2's speaker-listener (speaker_listener.yaml), 10 and 30 minutes a run, seeds 0-2.
 SPEAKER_LISTENER = {
     "sweep_speaker_listener_10min.json": "`speaker_listener.yaml`, 10 minutes a run",
+    "sweep_speaker_listener_30min.json": "`speaker_listener.yaml`, 30 minutes a run",
 }
 
 
@@ -851,6 +870,7 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "speed: busy machine, OpenMP waits": ("speed.md", rows_speed_busy_waits),
     "speed: busy machine, idle": ("speed.md", rows_speed_busy_idle),
     "speed: busy machine, sweeps": ("speed.md", rows_speed_busy_sweeps),
+    "speed: busy machine, replay runs": ("speed.md", rows_speed_busy_replay),
     "speed: env copies in worker processes": ("speed.md", rows_speed_env_copies),
     "speed: gymnasium copies in one env": ("speed.md", rows_speed_gymnasium_copies),
     "learning: default route": ("learning.md", rows_learning_default_route),
@@ -861,7 +881,14 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: Q-learners": ("learning.md", rows_learning_q_learners),
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
     "epymarl: LBF": ("epymarl.md", rows_epymarl_lbf),
-    "epymarl: LBF curves": ("epymarl.md", rows_epymarl_lbf_curves),
+    "epymarl: LBF curves": ("epymarl.md", functools.partial(rows_curves, LBF_VDN[-1], 50_000)),
+    "epymarl: LBF 10x10": (
+        "epymarl.md",
+        functools.partial(
+            rows_timed_sweeps, {LBF_10X10: "`lbf_10x10_3p_3f_vdn.yaml`, two at a time"}, digits=2
+        ),
+    ),
+    "epymarl: LBF 10x10 curves": ("epymarl.md", functools.partial(rows_curves, LBF_10X10, 250_000)),
     "epymarl: LBF in 30 minutes": (
         "epymarl.md",
         functools.partial(rows_timed_sweeps, LBF_30_MINUTES, digits=2),

@@ -21,8 +21,8 @@ __all__ = [
 ]
 
 #: ``train:`` fields a replay-based algorithm does not read: it collects and updates on its own
-#: schedule (its options carry their own ``lr``, ``gamma``, minibatch size, ...), and runs one
-#: torch thread per update. Setting one gives a warning (``ignored_train_fields`` of its Options).
+#: schedule (its options carry their own ``lr``, ``gamma``, minibatch size, ...), and runs on one
+#: torch thread (marlplug.train.threads). Setting one gives a warning (``ignored_train_fields``).
 REPLAY_IGNORED_TRAIN_FIELDS: frozenset[str] = frozenset(
     {
         "rollout_steps",

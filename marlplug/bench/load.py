@@ -218,17 +218,32 @@ def _rows(
                 "collect_s": round(median(setting, load, "collect_s"), 3),
                 "update_s": round(median(setting, load, "update_s"), 3),
                 "vs_idle": round(fps / median(setting, "idle", "fps"), 3),
-                "collect_vs_idle": round(
-                    median(setting, load, "collect_s") / median(setting, "idle", "collect_s"), 2
+                "collect_vs_idle": _ratio(
+                    median(setting, load, "collect_s"), median(setting, "idle", "collect_s")
                 ),
-                "update_vs_idle": round(
-                    median(setting, load, "update_s") / median(setting, "idle", "update_s"), 2
+                "update_vs_idle": _ratio(
+                    median(setting, load, "update_s"), median(setting, "idle", "update_s")
                 ),
             }
             if "1" in threads:
                 row["vs_one_thread"] = round(fps / median("1", load, "fps"), 3)
             rows.append(row)
     return rows
+
+
+def _ratio(loaded: float, idle: float) -> float | None:
+    """``loaded / idle`` to 2 digits; ``None`` when the idle run spent no time there (a replay
+    algorithm's updates before ``learning_starts``).
+
+    Examples:
+        >>> _ratio(0.03, 0.01), _ratio(0.0, 0.0)
+        (3.0, None)
+    """
+    return round(loaded / idle, 2) if idle > 0 else None
+
+
+def _cell(ratio: float | None, width: int) -> str:
+    return f"{ratio:>{width}.2f}" if ratio is not None else f"{'-':>{width}}"
 
 
 def format_table(out: dict[str, Any]) -> str:
@@ -243,7 +258,7 @@ def format_table(out: dict[str, Any]) -> str:
         one = f"{row['vs_one_thread']:.2f}" if "vs_one_thread" in row else "-"
         lines.append(
             f"{row['threads']:<9}{row['load']:<8}{row['fps']:>10,.0f}{row['vs_idle']:>8.2f}"
-            f"{one:>11}{row['collect_vs_idle']:>11.2f}{row['update_vs_idle']:>10.2f}"
+            f"{one:>11}{_cell(row['collect_vs_idle'], 11)}{_cell(row['update_vs_idle'], 10)}"
         )
     return "\n".join(lines)
 

@@ -34,7 +34,9 @@ Options; PPO: the runs whose every multiplied batch has at least
 every built-in algorithm on 1 and 2 threads and holds the results bit for bit. An algorithm that
 declares nothing (a plugin's) runs on one thread. The replay-based algorithms (MADDPG, IDDPG, IQL,
 VDN, QMIX, ISAC, MASAC) set one thread for their own collection and updates and ignore
-``train.torch_threads``; evaluations run on one thread (:func:`~marlplug.torch_threads.one_thread`).
+``train.torch_threads``, and their runs do the rest on one thread too (a second one left a torch
+worker spinning between parallel regions: ``marlplug.train.orchestrator.run``); evaluations run on
+one thread (:func:`~marlplug.torch_threads.one_thread`).
 
 A sweep (``marlplug sweep --jobs N``) tells its runs how many share the machine through
 :data:`CPU_SHARE_ENV`; so can a user who starts runs side by side by hand.

@@ -61,3 +61,15 @@ def test_a_bad_setting_is_one_line_from_the_run() -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: bench load: marlplug train")
     assert "must be auto, a whole number" in result.stderr
+
+
+@pytest.mark.skipif(len(usable_cpus()) < 2, reason="the load takes one of 2+ CPUs")
+def test_a_replay_run_with_no_update_yet_gives_no_update_ratio() -> None:
+    # 2 iterations of 10 env steps, before learning_starts (1,000): no update time to divide by.
+    config = "marlplug/configs/lbf_10x10_3p_3f_vdn.yaml"
+    result = _bench(config, "--json", "--repeats", "1", "--threads", "1", "--updates", "2")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [row["update_vs_idle"] for row in out["rows"]] == [None, None]
+    assert all(row["collect_vs_idle"] > 0 for row in out["rows"])
+    assert format_table(out).splitlines()[-1].endswith(" -")

@@ -18,6 +18,8 @@ import torch
 from marlplug.config import load_config
 from marlplug.errors import UserError
 from marlplug.plugins import get_plugin_manager
+from marlplug.runs.iteration_report import IterationLog
+from marlplug.train.loop import Training
 from marlplug.train.orchestrator import run
 from marlplug.train.run import run_training
 from marlplug.train.threads import (
@@ -132,7 +134,8 @@ def test_auto_tries_every_free_cpu_and_one_then_keeps_the_faster(
 # Small runs of every built-in algorithm, 2 updates each. PPO's are the runs it declares invariant
 # (at least SMALL_GEMM_ROWS rows in every minibatch and collection step), with an evaluation after
 # each update; the replay-based algorithms set one thread for their collection and updates, and the
-# process's count (1 or 2 here) runs the rest (sampling the replay buffer, the Polyak steps' rows).
+# run sets one for the rest (sampling the replay buffer, the Polyak steps' rows) whatever the
+# process's count (1 or 2 here) was.
 PPO = [
     "algorithm.name=ppo",
     "algorithm.hidden_size=16",
@@ -187,6 +190,32 @@ def _run_on(threads: int, overrides: list[str], folder: Path) -> tuple[torch.Ten
     return state, repr(
         [log.stats for log in result.iterations] + [p.mean for p in result.evaluations]
     )
+
+
+@pytest.mark.parametrize("name", ["vdn", "maddpg"])
+def test_a_replay_run_does_its_own_work_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    # With the process's count of 2 between the algorithm's one-thread blocks, a torch worker
+    # thread spun after every parallel region there, taking most of the other core: two VDN runs
+    # side by side on 2 cores trained 4x slower each.
+    seen: list[int] = []
+    step = Training.step
+
+    def counted(training: Training) -> IterationLog:
+        seen.append(torch.get_num_threads())
+        return step(training)
+
+    monkeypatch.setattr(Training, "step", counted)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        options = [*RUNS[name], "logging.progress=false"]
+        run(load_config(data={}, overrides=options), run_dir=tmp_path)
+        assert torch.get_num_threads() == 2  # the process's count, given back after the run
+    finally:
+        torch.set_num_threads(previous)
+    assert seen and set(seen) == {1}
 
 
 def test_every_built_in_algorithm_has_a_thread_count_run() -> None:
