@@ -481,8 +481,8 @@ LBF_30_MINUTES = {
 
 
 def rows_timed_sweeps(sweeps: Mapping[str, str], digits: int) -> Iterator[str]:
-    """Per sweep of runs stopped by ``train.max_minutes``: each seed's env steps in its minutes and
-    greedy team return on 100 final episodes, their IQM."""
+    """Per sweep of runs stopped by ``train.max_minutes``: each seed's frames (env steps) in its
+    minutes and greedy team return on 100 final episodes, their IQM."""
     for name, label in sweeps.items():
         seeds = runs(name)
         yield row(
