@@ -1,5 +1,5 @@
 """What the results pages' tests share: where pages and data live, how a table cell is printed, and
-the check that a page holds every row its data gives (tests/test_results_pages.py and
+the check that a page holds every row its data gives (tests/results_pages/ and
 tests/test_results_coding.py)."""
 
 from __future__ import annotations
