@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import functools
+import statistics
 from collections.abc import Callable, Iterator, Mapping
 
 from tests.results_pages.sweeps import iqm, runs
-from tests.results_tables import number, row
+from tests.results_tables import DATA, load, number, row
 
 #: LBF 8x8-2p-2f-coop with VDN and EPyMARL's settings (lbf_8x8_2p_2f_coop_vdn.yaml), seeds 0-2:
 #: 100k env steps, then the same runs resumed to 300k.
@@ -56,12 +58,14 @@ def rows_timed_sweeps(sweeps: Mapping[str, str], digits: int) -> Iterator[str]:
         )
 
 
-def rows_curves(name: str, every: int) -> Iterator[str]:
-    """Each seed's periodic evaluations (20 episodes) every ``every`` env steps, then the final 100."""
+def rows_curves(name: str, every: int, until: int | None = None) -> Iterator[str]:
+    """Each seed's periodic evaluations (20 episodes) every ``every`` env steps up to ``until``
+    (default: each seed's last), then the final 100."""
     for run in runs(name):
+        points = [p for p in run.curve if p.frames % every == 0 and p.frames <= (until or p.frames)]
         yield row(
             str(run.seed),
-            *(number(point.mean, digits=2) for point in run.curve if point.frames % every == 0),
+            *(number(point.mean, digits=2) for point in points),
             number(run.evaluation.mean, digits=2),
         )
 
@@ -75,6 +79,49 @@ SPEAKER_LISTENER = {
     "sweep_speaker_listener_10min.json": "`speaker_listener.yaml`, 10 minutes a run",
     "sweep_speaker_listener_30min.json": "`speaker_listener.yaml`, 30 minutes a run",
 }
+
+
+#: RWARE tiny-2ag and tiny-4ag with PPO (rware_tiny_ppo.yaml), 30 minutes a run, seeds 0-2, by
+#: task: the sweep, and the env steps every seed of it reached (where its tables stop).
+RWARE = {
+    "2ag": ("sweep_rware_tiny_2ag_ppo_30min.json", 1_200_000),
+    "4ag": ("sweep_rware_tiny_4ag_ppo_30min.json", 1_000_000),
+}
+
+
+def rows_epymarl_rware_policies() -> Iterator[str]:
+    """Per task, the team return on 100 episodes of uniform random actions and of each seed's final
+    policy, acting greedily (the sweep's final evaluation) and sampling its actions (``marlplug
+    evaluate --sample --json``, saved as ``rware_tiny_<task>_ppo_30min_seed<seed>_sample.json``)."""
+    for task, (name, _) in RWARE.items():
+        greedy = runs(name)
+        sampled = [
+            load(f"rware_tiny_{task}_ppo_30min_seed{run.seed}_sample.json") for run in greedy
+        ]
+        for actions, means in (
+            ("uniform random", [load(f"rware_tiny_{task}_random.json")["mean"]]),
+            ("PPO, greedy", [run.evaluation.mean for run in greedy]),
+            ("PPO, sampled", [result["mean"] for result in sampled]),
+        ):
+            yield row(f"tiny-{task}", actions, " / ".join(number(m, digits=2) for m in means))
+
+
+def rows_epymarl_rware_training(task: str, every: int = 200_000) -> Iterator[str]:
+    """Each seed's team return per training episode (sampled actions), the mean over each
+    ``every`` env steps of its rollouts (``rware_tiny_<task>_ppo_30min_seed<seed>_rounds.csv``,
+    the run's ``rounds.csv``)."""
+    name, until = RWARE[task]
+    for run in runs(name):
+        rounds = DATA / f"rware_tiny_{task}_ppo_30min_seed{run.seed}_rounds.csv"
+        with rounds.open() as file:
+            rollouts = [
+                (int(r["env_steps"]), float(r["return_team"])) for r in csv.DictReader(file)
+            ]
+        blocks = [
+            [team for steps, team in rollouts if start < steps <= start + every]
+            for start in range(0, until, every)
+        ]
+        yield row(str(run.seed), *(number(statistics.mean(block), digits=2) for block in blocks))
 
 
 #: The tables this page prints, by name: (page, rows).
@@ -96,4 +143,27 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
         "epymarl.md",
         functools.partial(rows_timed_sweeps, SPEAKER_LISTENER, digits=1),
     ),
+    "epymarl: RWARE": (
+        "epymarl.md",
+        functools.partial(
+            rows_timed_sweeps,
+            {name: f"`rware_tiny_ppo.yaml`, tiny-{task}" for task, (name, _) in RWARE.items()},
+            digits=2,
+        ),
+    ),
+    "epymarl: RWARE policies": ("epymarl.md", rows_epymarl_rware_policies),
+    **{
+        f"epymarl: RWARE tiny-{task} curves": (
+            "epymarl.md",
+            functools.partial(rows_curves, name, 200_000, until),
+        )
+        for task, (name, until) in RWARE.items()
+    },
+    **{
+        f"epymarl: RWARE tiny-{task} training": (
+            "epymarl.md",
+            functools.partial(rows_epymarl_rware_training, task),
+        )
+        for task in RWARE
+    },
 }
