@@ -6,6 +6,7 @@ The files a run writes are :mod:`marlplug.runs.metrics_files`; its summary and l
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -113,6 +114,13 @@ class StepProgress:
             self.bar.refresh()
             self.last_redraw = time.monotonic()
 
+    def set_total(self, total: int) -> None:
+        """Change the steps in the whole run (e.g. a new estimate of where a time budget ends it);
+        shown at the next redraw."""
+        self.total = total
+        if self.bar is not None:
+            self.bar.update(self.task, total=total)
+
     def _redraw_due(self, steps: int) -> bool:
         # The last step and a new phase always show; steps in between at most every redraw_every_s.
         waited = time.monotonic() - self.last_redraw
@@ -171,17 +179,33 @@ class ProgressBar:
     Used as a context manager that yields ``advance(returns)``: one step done, and the latest
     :class:`~marlplug.runs.stats.ReturnPoint` (``None``: no episode finished, the last value stays).
 
+    With a wall-time budget (``seconds_left``, ``train.max_minutes``) the bar's total is where the
+    run is expected to stop: ``total`` or, when the budget runs out first, the steps done plus the
+    budget left at this session's pace. A run given ``train.updates=1000000`` to train for 20
+    minutes then fills its bar in 20 minutes and shows the time left, not a count to a million.
+
     Args:
         show: draw the bar.
         total: steps in the whole run (a resumed run that already did more shows its own count).
         completed: steps already done (a resumed run).
         label: the word in front of the bar.
         latest: the last return before this session (a resumed run), shown until a new one.
+        seconds_left: the wall-time budget not yet spent (``None`` from it: no budget).
+        clock: seconds from some fixed point (``time.monotonic``), for this session's pace.
 
     Examples:
         >>> from marlplug.runs.stats import ReturnPoint
         >>> with ProgressBar(False, total=3, completed=0) as advance:
         ...     advance(ReturnPoint(frames=10, per_agent=-0.5, team=-1.5))
+
+        A step took 10 s and 35 s of the budget are left: the run will stop after 5 steps.
+
+        >>> ticks = iter([0.0, 10.0])
+        >>> bar = ProgressBar(False, 10**6, 0, seconds_left=lambda: 35.0, clock=lambda: next(ticks))
+        >>> with bar as advance:
+        ...     advance(None)
+        >>> bar.steps.total
+        5
     """
 
     def __init__(
@@ -192,9 +216,13 @@ class ProgressBar:
         *,
         label: str = "train",
         latest: ReturnPoint | None = None,
+        seconds_left: Callable[[], float | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.latest = "-"
         self._remember(latest)
+        self.total, self.seconds_left, self.clock = max(total, completed), seconds_left, clock
+        self.started_at, self.started_done = 0.0, completed
         self.steps = StepProgress(
             show,
             max(total, completed),
@@ -208,13 +236,26 @@ class ProgressBar:
             self.latest = f"{returns.per_agent:.3f} (team {returns.team:.3f})"
 
     def __enter__(self) -> Callable[[ReturnPoint | None], None]:
+        self.started_at = self.clock()
         self.steps.__enter__()
         return self.advance
 
     def advance(self, returns: ReturnPoint | None) -> None:
         """Count one step done and show ``returns`` (kept from before when there are none)."""
         self._remember(returns)
+        self._estimate_total()
         self.steps.advance(f"return per agent: {self.latest}")
+
+    def _estimate_total(self) -> None:
+        # Called before the step is counted: done + 1 steps are finished at this point.
+        left = self.seconds_left() if self.seconds_left is not None else None
+        if left is None:
+            return
+        done = self.steps.done + 1
+        pace = (self.clock() - self.started_at) / (done - self.started_done)
+        # The run checks its budget after each step: it starts another while any time is left.
+        more = math.ceil(left / pace) if pace > 0 else self.total
+        self.steps.set_total(min(self.total, done + more))
 
     def __exit__(self, *exc: object) -> None:
         self.steps.__exit__(*exc)

@@ -47,6 +47,19 @@ class WallBudget:
         """Seconds spent by the run so far, its earlier parts included."""
         return self.earlier_s + self._clock() - self._start
 
+    def seconds_left(self) -> float | None:
+        """Seconds of the budget not yet spent (``None``: no budget; never below 0).
+
+        Examples:
+            >>> WallBudget(None).seconds_left() is None
+            True
+            >>> WallBudget(1.0, earlier_s=90.0).seconds_left()
+            0.0
+        """
+        if self.max_minutes is None:
+            return None
+        return max(0.0, self.max_minutes * 60.0 - self.elapsed_s())
+
     def spent(self) -> bool:
         """Whether the run has used its whole budget (never without one)."""
         return self.max_minutes is not None and self.elapsed_s() >= self.max_minutes * 60.0

@@ -242,7 +242,13 @@ class _Run:
         resumed_spent = out_of_time
         with (
             stop_requests() as stop,
-            ProgressBar(self.show, self.total, training.iterations, latest=latest) as advance,
+            ProgressBar(
+                self.show,
+                self.total,
+                training.iterations,
+                latest=latest,
+                seconds_left=state.budget.seconds_left,
+            ) as advance,
             result.rounds_csv.open("a", newline="") as rows,
         ):
             writer = csv.DictWriter(rows, fieldnames=columns, restval="", extrasaction="ignore")

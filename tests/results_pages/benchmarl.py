@@ -47,6 +47,32 @@ BENCHMARL_WALL_TIME_IPPO = {
         ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_navigation_ippo_wall20.json"),
     ),
 }
+#: MADDPG and MASAC on balance at equal wall time, 10 minutes a run, marlplug on one core and
+#: BenchMARL on the other at the same time (AMD EPYC Zen 4).
+BENCHMARL_WALL_TIME_REPLAY = {
+    algorithm: {
+        "balance": (
+            (
+                f"marlplug {label}, `balance_vmas_{algorithm}.yaml`",
+                f"sweep_balance_{algorithm}_wall10.json",
+            ),
+            (
+                f"BenchMARL {label}, its fine-tuned settings",
+                f"benchmarl_balance_{algorithm}_wall10.json",
+            ),
+        )
+    }
+    for algorithm, label in (("maddpg", "MADDPG"), ("masac", "MASAC"))
+}
+#: marlplug's IDDPG and ISAC on balance, the configs above with ``algorithm.name`` set, 10 minutes
+#: a run, the two side by side (one core each).
+BALANCE_LOCAL_CRITICS = (
+    ("marlplug IDDPG, `balance_vmas_maddpg.yaml`", "sweep_balance_iddpg_wall10.json"),
+    ("marlplug ISAC, `balance_vmas_masac.yaml`", "sweep_balance_isac_wall10.json"),
+)
+#: ``marlplug evaluate RUN --random-group agents --json`` on a balance run with BenchMARL's task
+#: settings: every agent acting uniformly at random.
+BALANCE_RANDOM = "balance_vmas_benchmarl_random.json"
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
 #: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
@@ -79,10 +105,36 @@ def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
 def rows_benchmarl_equal_wall_time(
     task: str, sides: Mapping[str, tuple[tuple[str, str], ...]] = BENCHMARL_WALL_TIME
 ) -> Iterator[str]:
-    """As at equal frames, with the frames each seed's 20 minutes reached."""
+    """As at equal frames, with the frames each seed reached in its wall time."""
     for label, name, cells in benchmarl_sides(task, sides[task]):
-        frames = " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
-        yield row(label, f"[`{name}`](../data/{name})", frames, *cells)
+        yield row(label, f"[`{name}`](../data/{name})", frames_per_seed(name), *cells)
+
+
+def frames_per_seed(name: str) -> str:
+    """The frames each seed of a results file trained, in millions."""
+    return " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
+
+
+def rows_balance_local_critics() -> Iterator[str]:
+    """marlplug's IDDPG and ISAC on balance: frames in 10 minutes, returns, IQM."""
+    for label, name in BALANCE_LOCAL_CRITICS:
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            frames_per_seed(name),
+            " / ".join(returns(name, digits=1)),
+            iqm(name, metric="return", digits=1),
+        )
+
+
+def rows_balance_random() -> Iterator[str]:
+    """The team return of uniform random actions on balance's 100 evaluation episodes."""
+    result = load(BALANCE_RANDOM)
+    yield row(
+        "uniform random actions",
+        f"[`{BALANCE_RANDOM}`](../data/{BALANCE_RANDOM})",
+        number(result["mean"], digits=BENCHMARL_DIGITS["balance"]),
+    )
 
 
 def benchmarl_sides(
@@ -187,6 +239,15 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
         )
         for task in BENCHMARL_WALL_TIME_IPPO
     },
+    **{
+        f"benchmarl: balance {algorithm} at equal wall time": (
+            "benchmarl-wall-time.md",
+            functools.partial(rows_benchmarl_equal_wall_time, "balance", sides),
+        )
+        for algorithm, sides in BENCHMARL_WALL_TIME_REPLAY.items()
+    },
+    "benchmarl: balance iddpg and isac": ("benchmarl-wall-time.md", rows_balance_local_critics),
+    "benchmarl: balance random": ("benchmarl-wall-time.md", rows_balance_random),
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
     "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),

@@ -62,7 +62,9 @@ def rows_curves(name: str, every: int, until: int | None = None) -> Iterator[str
     """Each seed's periodic evaluations (20 episodes) every ``every`` env steps up to ``until``
     (default: each seed's last), then the final 100."""
     for run in runs(name):
-        points = [p for p in run.curve if p.frames % every == 0 and p.frames <= (until or p.frames)]
+        points = [
+            p for p in run.curve if p.frames % every == 0 and (until is None or p.frames <= until)
+        ]
         yield row(
             str(run.seed),
             *(number(point.mean, digits=2) for point in points),
