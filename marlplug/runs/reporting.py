@@ -32,7 +32,8 @@ class StepProgress:
 
     Args:
         show: draw the bar.
-        total: steps in the whole run.
+        total: steps in the whole run (``None``: not known yet, shown as ``?`` until
+            :meth:`set_total`).
         completed: steps already done (a resumed run).
         label: the word in front of the bar.
         description: the text after the count until an ``advance`` replaces it.
@@ -60,7 +61,7 @@ class StepProgress:
     def __init__(
         self,
         show: bool,
-        total: int,
+        total: int | None,
         *,
         completed: int = 0,
         label: str,
@@ -124,7 +125,8 @@ class StepProgress:
     def _redraw_due(self, steps: int) -> bool:
         # The last step and a new phase always show; steps in between at most every redraw_every_s.
         waited = time.monotonic() - self.last_redraw
-        return steps == 0 or self.done >= self.total or waited >= (self.redraw_every_s or 0.0)
+        last = self.total is not None and self.done >= self.total
+        return steps == 0 or last or waited >= (self.redraw_every_s or 0.0)
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
@@ -182,7 +184,8 @@ class ProgressBar:
     With a wall-time budget (``seconds_left``, ``train.max_minutes``) the bar's total is where the
     run is expected to stop: ``total`` or, when the budget runs out first, the steps done plus the
     budget left at this session's pace. A run given ``train.updates=1000000`` to train for 20
-    minutes then fills its bar in 20 minutes and shows the time left, not a count to a million.
+    minutes then fills its bar in 20 minutes and shows the time left, not a count to a million;
+    until its first step sets the pace, the bar shows its total as ``?``.
 
     Args:
         show: draw the bar.
@@ -223,9 +226,10 @@ class ProgressBar:
         self._remember(latest)
         self.total, self.seconds_left, self.clock = max(total, completed), seconds_left, clock
         self.started_at, self.started_done = 0.0, completed
+        budgeted = seconds_left is not None and seconds_left() is not None
         self.steps = StepProgress(
             show,
-            max(total, completed),
+            None if budgeted else self.total,
             completed=completed,
             label=label,
             description=f"return per agent: {self.latest}",

@@ -1,4 +1,5 @@
-"""The tables of docs/results/benchmarl.md and benchmarl-wall-time.md, each row made from the files under docs/data/."""
+"""The tables of docs/results/benchmarl.md, benchmarl-wall-time.md and benchmarl-off-policy.md, each
+row made from the files under docs/data/."""
 
 from __future__ import annotations
 
@@ -47,32 +48,43 @@ BENCHMARL_WALL_TIME_IPPO = {
         ("BenchMARL IPPO, its fine-tuned settings", "benchmarl_navigation_ippo_wall20.json"),
     ),
 }
-#: MADDPG and MASAC on balance at equal wall time, 10 minutes a run, marlplug on one core and
-#: BenchMARL on the other at the same time (AMD EPYC Zen 4).
-BENCHMARL_WALL_TIME_REPLAY = {
-    algorithm: {
-        "balance": (
-            (
-                f"marlplug {label}, `balance_vmas_{algorithm}.yaml`",
-                f"sweep_balance_{algorithm}_wall10.json",
-            ),
-            (
-                f"BenchMARL {label}, its fine-tuned settings",
-                f"benchmarl_balance_{algorithm}_wall10.json",
-            ),
-        )
-    }
-    for algorithm, label in (("maddpg", "MADDPG"), ("masac", "MASAC"))
+#: The replay-based algorithms on balance at equal wall time, 10 minutes a run, one run on each core
+#: at a time (AMD EPYC Zen 4): each algorithm's label and the packaged config marlplug ran it from
+#: (``algorithm.name`` set for the second of each pair).
+REPLAY_ALGORITHMS = {
+    "maddpg": ("MADDPG", "balance_vmas_maddpg.yaml"),
+    "masac": ("MASAC", "balance_vmas_masac.yaml"),
+    "iddpg": ("IDDPG", "balance_vmas_maddpg.yaml"),
+    "isac": ("ISAC", "balance_vmas_masac.yaml"),
+    "qmix": ("QMIX", "balance_vmas_qmix.yaml"),
+    "vdn": ("VDN", "balance_vmas_qmix.yaml"),
 }
-#: marlplug's IDDPG and ISAC on balance, the configs above with ``algorithm.name`` set, 10 minutes
-#: a run, the two side by side (one core each).
-BALANCE_LOCAL_CRITICS = (
-    ("marlplug IDDPG, `balance_vmas_maddpg.yaml`", "sweep_balance_iddpg_wall10.json"),
-    ("marlplug ISAC, `balance_vmas_masac.yaml`", "sweep_balance_isac_wall10.json"),
-)
+#: The algorithms whose BenchMARL runs were not made (marlplug's sweep alone).
+MARLPLUG_ONLY = {"vdn"}
+
+
+def replay_sides(algorithm: str) -> tuple[tuple[str, str], ...]:
+    """marlplug's sweep of ``algorithm`` on balance, then BenchMARL 1.5.2's runs where made."""
+    label, config = REPLAY_ALGORITHMS[algorithm]
+    ours = (f"marlplug {label}, `{config}`", f"sweep_balance_{algorithm}_wall10.json")
+    if algorithm in MARLPLUG_ONLY:
+        return (ours,)
+    theirs = (
+        f"BenchMARL {label}, its fine-tuned settings",
+        f"benchmarl_balance_{algorithm}_wall10.json",
+    )
+    return ours, theirs
+
+
+BENCHMARL_WALL_TIME_REPLAY = {
+    algorithm: {"balance": replay_sides(algorithm)} for algorithm in REPLAY_ALGORITHMS
+}
 #: ``marlplug evaluate RUN --random-group agents --json`` on a balance run with BenchMARL's task
-#: settings: every agent acting uniformly at random.
-BALANCE_RANDOM = "balance_vmas_benchmarl_random.json"
+#: settings: every agent acting uniformly at random, with continuous and with discrete actions.
+BALANCE_RANDOM = {
+    "continuous": "balance_vmas_benchmarl_random.json",
+    "discrete": "balance_vmas_discrete_random.json",
+}
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
 #: Navigation, seed 0: marlplug's config, its network widened to BenchMARL's, marlplug with all of
@@ -115,26 +127,14 @@ def frames_per_seed(name: str) -> str:
     return " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
 
 
-def rows_balance_local_critics() -> Iterator[str]:
-    """marlplug's IDDPG and ISAC on balance: frames in 10 minutes, returns, IQM."""
-    for label, name in BALANCE_LOCAL_CRITICS:
-        yield row(
-            label,
-            f"[`{name}`](../data/{name})",
-            frames_per_seed(name),
-            " / ".join(returns(name, digits=1)),
-            iqm(name, metric="return", digits=1),
-        )
-
-
 def rows_balance_random() -> Iterator[str]:
     """The team return of uniform random actions on balance's 100 evaluation episodes."""
-    result = load(BALANCE_RANDOM)
-    yield row(
-        "uniform random actions",
-        f"[`{BALANCE_RANDOM}`](../data/{BALANCE_RANDOM})",
-        number(result["mean"], digits=BENCHMARL_DIGITS["balance"]),
-    )
+    for actions, name in BALANCE_RANDOM.items():
+        yield row(
+            f"uniform random {actions} actions",
+            f"[`{name}`](../data/{name})",
+            number(load(name)["mean"], digits=BENCHMARL_DIGITS["balance"]),
+        )
 
 
 def benchmarl_sides(
@@ -241,13 +241,12 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     },
     **{
         f"benchmarl: balance {algorithm} at equal wall time": (
-            "benchmarl-wall-time.md",
+            "benchmarl-off-policy.md",
             functools.partial(rows_benchmarl_equal_wall_time, "balance", sides),
         )
         for algorithm, sides in BENCHMARL_WALL_TIME_REPLAY.items()
     },
-    "benchmarl: balance iddpg and isac": ("benchmarl-wall-time.md", rows_balance_local_critics),
-    "benchmarl: balance random": ("benchmarl-wall-time.md", rows_balance_random),
+    "benchmarl: balance random": ("benchmarl-off-policy.md", rows_balance_random),
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
     "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),

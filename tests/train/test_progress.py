@@ -81,11 +81,12 @@ def test_a_resumed_run_past_its_total_shows_its_own_count(
 def test_a_time_budget_sets_where_the_bar_ends(capsys: pytest.CaptureFixture[str]) -> None:
     # train.updates=1000000 with train.max_minutes: the bar counts to where the budget stops the
     # run, estimated at this session's pace (10 s a step here), not to a million.
-    ticks, left = iter([0.0, 10.0, 20.0]), iter([15.0, 0.0])
+    ticks, left = iter([0.0, 10.0, 20.0]), iter([600.0, 15.0, 0.0])
     bar = ProgressBar(
         True, total=10**6, completed=0, seconds_left=lambda: next(left), clock=lambda: next(ticks)
     )
     with bar as advance:
+        assert bar.steps.total is None  # no pace before the first step: shown as 0/?
         advance(None)
         assert bar.steps.total == 3  # 1 done, 15 s left: 2 more steps start before it runs out
         advance(None)
