@@ -10,7 +10,8 @@ collects, the updates after it (marlplug's ``algorithm.updates_per_iteration``, 
 ``off_policy_n_optimizer_steps``) and their minibatch (``algorithm.minibatch_size``,
 ``off_policy_train_batch_size``): by default one update of 1,024 per 6,000 frames;
 ``--updates-per-iteration 1000 --replay-minibatch 128`` is BenchMARL's own fine-tuned VMAS shape.
-Both sides time each iteration after the first (which pays for start-up) and report the median as
+Both sides' networks have BenchMARL's hidden layers, two of 256 (the runner reports its own, and
+the bench checks them). Both sides time each iteration after the first (which pays for start-up) and report the median as
 frames/s; evaluations are left out on both.
 """
 
@@ -27,9 +28,11 @@ from typing import Any
 import click
 
 from marlplug.bench.benchmarl_shape import (
+    BENCHMARL_HIDDEN,
     REPLAY_ALGORITHMS,
     check_benchmarl_shape,
     frames_per_iteration,
+    hidden_widths,
     iteration_shape,
     matched_arguments,
 )
@@ -120,7 +123,9 @@ def task_config(
     PPO (``mappo``, ``ippo``) trains the config as it is, with the critic the name says. A
     replay-based algorithm trains on the config's env and copies, :data:`REPLAY_STEPS` steps per
     copy, then ``updates_per_iteration`` updates of ``replay_minibatch`` transitions, learning from
-    the first iteration on (its other options are its defaults: the config's are PPO's).
+    the first iteration on (its other options are its defaults: the config's are PPO's). Either
+    way the networks have BenchMARL's hidden layers (:data:`BENCHMARL_HIDDEN`), so both sides
+    compute the same sizes.
     """
     path = str(resources.files("marlplug.configs").joinpath(TASK_CONFIGS[task]))
     timing = [
@@ -130,11 +135,16 @@ def task_config(
         f"logging.dir={folder}",
         "logging.progress=false",
     ]
+    first, second = BENCHMARL_HIDDEN
     if algorithm in PPO_CRITICS:
         return load_config(
             path,
             [
                 f"algorithm.critic={PPO_CRITICS[algorithm]}",
+                # BenchMARL's MLP: the encoder's two layers, the critic's two, tanh.
+                f"algorithm.hidden_size={first}",
+                f"algorithm.feature_dim={second}",
+                "algorithm.activation=tanh",
                 f"train.torch_threads={threads}",
                 *timing,
             ],
@@ -155,6 +165,7 @@ def task_config(
                 "minibatch_size": replay_minibatch,
                 "learning_starts": frames,
                 "buffer_size": iterations * frames,
+                "hidden_sizes": list(BENCHMARL_HIDDEN),  # ReLU: marlplug's only choice here
             },
             "train": {"num_envs": base.train.num_envs},
         },
@@ -254,6 +265,7 @@ def run_pairs(
                     "task": task,
                     "algorithm": algorithm,
                     **iteration_shape(config),
+                    "hidden": hidden_widths(config),
                     "iterations": iterations,
                     "threads": threads,
                     "trials": trials,
@@ -268,23 +280,26 @@ def run_pairs(
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
     """The side-by-side table; ``updates`` and ``minibatch`` are the optimizer steps after each
-    iteration's frames and their size, the same on both sides.
+    iteration's frames and their size, ``hidden`` the networks' hidden layers, the same on both
+    sides.
 
     Examples:
         >>> print(format_rows([{"task": "balance", "algorithm": "iql", "marlplug_fps": 3000.0,
         ...     "benchmarl_fps": 500.0, "ratio": 6.0, "frames_per_iteration": 6000,
-        ...     "updates_per_iteration": 1000, "minibatch_size": 128}]))
-        task     algorithm  frames/iteration  updates  minibatch  marlplug frames/s  BenchMARL frames/s  ratio
-        balance  iql                    6000     1000        128               3000                 500   6.00x
+        ...     "updates_per_iteration": 1000, "minibatch_size": 128, "hidden": [256, 256]}]))
+        task     algorithm  frames/iteration  updates  minibatch   hidden  marlplug frames/s  BenchMARL frames/s  ratio
+        balance  iql                    6000     1000        128  256x256               3000                 500   6.00x
     """
     lines = [
         f"{'task':<8} {'algorithm':<10} {'frames/iteration':>16}  {'updates':>7}  "
-        f"{'minibatch':>9}  {'marlplug frames/s':>17}  {'BenchMARL frames/s':>18}  {'ratio':>5}"
+        f"{'minibatch':>9}  {'hidden':>7}  {'marlplug frames/s':>17}  {'BenchMARL frames/s':>18}  "
+        f"{'ratio':>5}"
     ]
     for row in rows:
+        hidden = "x".join(str(width) for width in row["hidden"])
         lines.append(
             f"{row['task']:<8} {row['algorithm']:<10} {row['frames_per_iteration']:>16}  "
-            f"{row['updates_per_iteration']:>7}  {row['minibatch_size']:>9}  "
+            f"{row['updates_per_iteration']:>7}  {row['minibatch_size']:>9}  {hidden:>7}  "
             f"{row['marlplug_fps']:>17.0f}  {row['benchmarl_fps']:>18.0f}  {row['ratio']:>5.2f}x"
         )
     return "\n".join(lines)
@@ -350,7 +365,8 @@ def benchmarl(
     steps (updates) on minibatches of its size. MAPPO and IPPO: the task config's rollout and
     epochs. Replay-based algorithms: 6,000 frames (60 copies x 100 steps), then
     --updates-per-iteration updates of --replay-minibatch (default 1 of 1,024; BenchMARL's
-    fine-tuned VMAS config: 1,000 of 128).
+    fine-tuned VMAS config: 1,000 of 128). Both sides' networks: BenchMARL's two hidden layers
+    of 256.
 
     \b
     Examples:

@@ -15,6 +15,9 @@ from marlplug.errors import UserError
 #: BenchMARL's off-policy algorithms, each marlplug's algorithm of the same name: an iteration is
 #: ``algorithm.steps_per_iteration`` steps per copy, then ``algorithm.updates_per_iteration`` updates.
 REPLAY_ALGORITHMS = ("maddpg", "iddpg", "masac", "isac", "iql", "vdn", "qmix")
+#: The hidden layers of BenchMARL 1.5.2's default MLP (``conf/model/layers/mlp.yaml``: 256 and 256,
+#: tanh), which its runner gives every actor and critic.
+BENCHMARL_HIDDEN = (256, 256)
 
 
 def iteration_shape(config: MarlplugConfig) -> dict[str, int]:
@@ -89,6 +92,24 @@ def matched_arguments(config: MarlplugConfig) -> list[str]:
     ]
 
 
+def hidden_widths(config: MarlplugConfig) -> list[int]:
+    """The hidden layers of ``config``'s actor, as BenchMARL's MLP counts them: the replay-based
+    algorithms' ``hidden_sizes``; PPO's encoder (``hidden_size``, then ``feature_dim``; its critic
+    has two layers of ``hidden_size``).
+
+    Examples:
+        >>> from marlplug import load_config
+        >>> hidden_widths(load_config(data={"algorithm": {"name": "iql", "hidden_sizes": [32]}}))
+        [32]
+        >>> hidden_widths(load_config(data={"algorithm": {"hidden_size": 256, "feature_dim": 256}}))
+        [256, 256]
+    """
+    options: Any = config.algorithm.options
+    if config.algorithm.name in REPLAY_ALGORITHMS:
+        return list(options.hidden_sizes)
+    return [options.hidden_size, options.feature_dim]
+
+
 def frames_per_iteration(config: MarlplugConfig) -> int:
     """Frames (joint env steps) one iteration collects."""
     return iteration_shape(config)["frames_per_iteration"]
@@ -120,8 +141,9 @@ def benchmarl_shape(settings: dict[str, Any], *, on_policy: bool) -> dict[str, i
 
 
 def check_benchmarl_shape(result: dict[str, Any], config: MarlplugConfig) -> None:
-    """Check that BenchMARL's run had ``config``'s iteration shape: its ``settings``, and the
-    optimizer steps the runner counted in each iteration.
+    """Check that BenchMARL's run had ``config``'s iteration shape: its ``settings``, the
+    optimizer steps the runner counted in each iteration, and its networks' hidden layers
+    (``model``, where the runner recorded them).
 
     Raises:
         click.ClickException: a count differs (the runner did not pass the shape on).
@@ -138,6 +160,11 @@ def check_benchmarl_shape(result: dict[str, Any], config: MarlplugConfig) -> Non
         Traceback (most recent call last):
         ...
         click.exceptions.ClickException: BenchMARL ran 10 for updates_per_iteration, marlplug 1: not the same shape
+        >>> check_benchmarl_shape({"settings": settings, "iterations": [],
+        ...                        "model": {"num_cells": [256, 256]}}, config)
+        Traceback (most recent call last):
+        ...
+        click.exceptions.ClickException: BenchMARL's networks have hidden layers [256, 256], marlplug's [64, 64]: not the same size
     """
     ours = iteration_shape(config)
     on_policy = config.algorithm.name not in REPLAY_ALGORITHMS
@@ -149,3 +176,9 @@ def check_benchmarl_shape(result: dict[str, Any], config: MarlplugConfig) -> Non
             raise click.ClickException(
                 f"BenchMARL ran {ran} for {name}, marlplug {ours[name]}: not the same shape"
             )
+    widths = result.get("model", {}).get("num_cells")
+    if widths is not None and list(widths) != hidden_widths(config):
+        raise click.ClickException(
+            f"BenchMARL's networks have hidden layers {list(widths)}, marlplug's "
+            f"{hidden_widths(config)}: not the same size"
+        )

@@ -328,10 +328,11 @@ def main() -> None:
     algorithm_config = getattr(benchmarl.algorithms, ALGORITHMS[args.algorithm]).get_from_yaml()
     if args.lmbda is not None:
         algorithm_config.lmbda = args.lmbda
+    model_config = MlpConfig.get_from_yaml()
     experiment = Experiment(
         task=VmasTask[args.task.upper()].get_from_yaml(),
         algorithm_config=algorithm_config,
-        model_config=MlpConfig.get_from_yaml(),
+        model_config=model_config,
         critic_model_config=MlpConfig.get_from_yaml(),
         seed=args.seed,
         config=config,
@@ -368,6 +369,13 @@ def main() -> None:
                 "off_policy_n_optimizer_steps",
                 "off_policy_train_batch_size",
             )
+        },
+        # Actor and critic alike: the hidden layers a speed comparison must match.
+        "model": {
+            "num_cells": list(model_config.num_cells),
+            "activation": getattr(
+                model_config.activation_class, "__name__", str(model_config.activation_class)
+            ),
         },
         "frames": recorder.frames,
         "wall_s": time.perf_counter() - recorder.start,

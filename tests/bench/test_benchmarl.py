@@ -27,9 +27,11 @@ from marlplug.bench.benchmarl import (
     task_config,
 )
 from marlplug.bench.benchmarl_shape import (
+    BENCHMARL_HIDDEN,
     benchmarl_shape,
     check_benchmarl_shape,
     frames_per_iteration,
+    hidden_widths,
     iteration_shape,
     matched_arguments,
 )
@@ -173,6 +175,7 @@ def test_both_sides_get_the_same_iteration_shape() -> None:
     settings = module.matched_settings(args)
     assert settings["off_policy_collected_frames_per_batch"] == 6000
     assert settings["off_policy_n_envs_per_worker"] == 60
+
     assert settings["off_policy_n_optimizer_steps"] == 1000
     assert settings["off_policy_train_batch_size"] == 128
     assert benchmarl_shape(settings, on_policy=False) == {
@@ -202,6 +205,27 @@ def test_a_benchmarl_run_of_another_shape_is_refused() -> None:
         )
 
 
+def test_both_sides_get_benchmarls_networks() -> None:
+    # BenchMARL's runner gives every actor and critic its default MLP (two hidden layers of 256,
+    # tanh): marlplug's side of the timing gets the same widths, whatever the task config has.
+    ppo = task_config("balance", "mappo", iterations=2, threads=1, folder="runs")
+    assert hidden_widths(ppo) == list(BENCHMARL_HIDDEN) == [256, 256]
+    assert (ppo.algorithm.options.hidden_size, ppo.algorithm.options.activation) == (256, "tanh")
+    for algorithm in ("maddpg", "iql"):
+        replay = task_config("balance", algorithm, iterations=2, threads=1, folder="runs")
+        assert replay.algorithm.options.hidden_sizes == [256, 256]
+    # A BenchMARL run with other widths is refused, not timed beside marlplug's.
+    settings = {"on_policy_collected_frames_per_batch": 6000, "on_policy_minibatch_size": 600}
+    result = {
+        "settings": {**settings, "on_policy_n_minibatch_iters": 4},
+        "iterations": [],
+        "model": {"num_cells": [64, 64], "activation": "Tanh"},
+    }
+    with pytest.raises(click.ClickException, match=r"hidden layers \[64, 64\]"):
+        check_benchmarl_shape(result, ppo)
+    check_benchmarl_shape({**result, "model": {"num_cells": [256, 256]}}, ppo)
+
+
 def test_the_table_states_the_shape() -> None:
     row = {
         "task": "balance",
@@ -209,13 +233,14 @@ def test_the_table_states_the_shape() -> None:
         "frames_per_iteration": 6000,
         "updates_per_iteration": 1000,
         "minibatch_size": 128,
+        "hidden": [256, 256],
         "marlplug_fps": 900.0,
         "benchmarl_fps": 300.0,
         "ratio": 3.0,
     }
     header, line = format_rows([row]).splitlines()
-    assert header.split()[2:5] == ["frames/iteration", "updates", "minibatch"]
-    assert line.split()[:5] == ["balance", "vdn", "6000", "1000", "128"]
+    assert header.split()[2:6] == ["frames/iteration", "updates", "minibatch", "hidden"]
+    assert line.split()[:6] == ["balance", "vdn", "6000", "1000", "128", "256x256"]
 
 
 def test_marlplug_side_trains_the_task_config(tmp_path: Path) -> None:
