@@ -50,7 +50,7 @@ BENCHMARL_WALL_TIME_IPPO = {
 }
 #: The replay-based algorithms on balance at equal wall time, 10 minutes a run, one run on each core
 #: at a time (AMD EPYC Zen 4): each algorithm's label and the packaged config marlplug ran it from
-#: (``algorithm.name`` set for the second of each pair).
+#: (with ``algorithm.name`` set where the config trains another one).
 REPLAY_ALGORITHMS = {
     "maddpg": ("MADDPG", "balance_vmas_maddpg.yaml"),
     "masac": ("MASAC", "balance_vmas_masac.yaml"),
@@ -58,17 +58,14 @@ REPLAY_ALGORITHMS = {
     "isac": ("ISAC", "balance_vmas_masac.yaml"),
     "qmix": ("QMIX", "balance_vmas_qmix.yaml"),
     "vdn": ("VDN", "balance_vmas_qmix.yaml"),
+    "iql": ("IQL", "balance_vmas_qmix.yaml"),
 }
-#: The algorithms whose BenchMARL runs were not made (marlplug's sweep alone).
-MARLPLUG_ONLY = {"vdn"}
 
 
 def replay_sides(algorithm: str) -> tuple[tuple[str, str], ...]:
-    """marlplug's sweep of ``algorithm`` on balance, then BenchMARL 1.5.2's runs where made."""
+    """marlplug's sweep of ``algorithm`` on balance, then BenchMARL 1.5.2's runs."""
     label, config = REPLAY_ALGORITHMS[algorithm]
     ours = (f"marlplug {label}, `{config}`", f"sweep_balance_{algorithm}_wall10.json")
-    if algorithm in MARLPLUG_ONLY:
-        return (ours,)
     theirs = (
         f"BenchMARL {label}, its fine-tuned settings",
         f"benchmarl_balance_{algorithm}_wall10.json",
@@ -104,8 +101,6 @@ BENCHMARL_SPEED = (
     "benchmarl_speed_balance_replay.json",
     "benchmarl_speed_balance_replay_1000.json",
 )
-#: The shape of rows measured before the bench wrote it: one update of 1,024 an iteration.
-BENCHMARL_FIRST_REPLAY_SHAPE = {"updates_per_iteration": 1, "minibatch_size": 1024}
 
 
 def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
@@ -205,13 +200,13 @@ def rows_benchmarl_navigation_settings() -> Iterator[str]:
 
 def rows_benchmarl_speed() -> Iterator[str]:
     for name in BENCHMARL_SPEED:
-        for measured in load(name):
-            result = {**BENCHMARL_FIRST_REPLAY_SHAPE, **measured}
+        for result in load(name):
             yield row(
                 f"`{result['algorithm']}`",
                 number(result["frames_per_iteration"], digits=0),
                 number(result["updates_per_iteration"], digits=0),
                 number(result["minibatch_size"], digits=0),
+                " × ".join(str(width) for width in result["hidden"]),
                 number(result["marlplug_fps"], digits=0),
                 number(result["benchmarl_fps"], digits=0),
                 f"{result['ratio']:.2f}×",

@@ -104,8 +104,9 @@ Q_LEARNERS = [
 ]
 
 
-def q_learner_row(label: str, name: str, *extra: str) -> str:
-    """A Q-learner sweep's row: its seeds' team returns and scores, each with their IQM."""
+def spread_row(label: str, name: str, *extra: str) -> str:
+    """A sweep's row on cooperative navigation: its seeds' team returns and scores, each with
+    their IQM."""
     return row(
         label,
         f"[`{name}`](../data/{name})",
@@ -119,27 +120,40 @@ def q_learner_row(label: str, name: str, *extra: str) -> str:
 
 def rows_learning_q_learners() -> Iterator[str]:
     for label, name in Q_LEARNERS:
-        yield q_learner_row(label, name)
+        yield spread_row(label, name)
+
+
+#: The replay-based actor-critics on ``maddpg_spread.yaml`` (mpe, 3 agents, 60k env steps), by
+#: algorithm (``algorithm.name`` set for all but MADDPG).
+ACTOR_CRITICS = [
+    ("`maddpg`", "sweep_spread_maddpg_60k.json"),
+    ("`iddpg`", "sweep_spread_iddpg_60k.json"),
+    ("`masac`", "sweep_spread_masac_60k.json"),
+    ("`isac`", "sweep_spread_isac_60k.json"),
+]
+
+
+def rows_learning_actor_critics() -> Iterator[str]:
+    for label, name in ACTOR_CRITICS:
+        yield spread_row(label, name)
 
 
 def rows_learning_q_updates() -> Iterator[str]:
     """15k env steps: one update per 25 steps (the defaults) against one per 5 (VDN and IQL over
     three seeds, QMIX seed 0 only)."""
-    yield q_learner_row("`vdn`, 1 per 25 steps", "sweep_spread_vdn.json", "")
-    yield q_learner_row(
+    yield spread_row("`vdn`, 1 per 25 steps", "sweep_spread_vdn.json", "")
+    yield spread_row(
         "`vdn`, 1 per 5 steps",
         "sweep_spread_vdn_updates5.json",
         improvement("sweep_spread_vdn_updates5.json", "sweep_spread_vdn.json"),
     )
-    yield q_learner_row("`iql`, 1 per 25 steps", "sweep_spread_iql.json", "")
-    yield q_learner_row(
+    yield spread_row("`iql`, 1 per 25 steps", "sweep_spread_iql.json", "")
+    yield spread_row(
         "`iql`, 1 per 5 steps",
         "sweep_spread_iql_updates5.json",
         improvement("sweep_spread_iql_updates5.json", "sweep_spread_iql.json"),
     )
-    yield q_learner_row(
-        "`qmix`, 1 per 5 steps, seed 0", "sweep_spread_qmix_updates5_seed0.json", ""
-    )
+    yield spread_row("`qmix`, 1 per 5 steps, seed 0", "sweep_spread_qmix_updates5_seed0.json", "")
 
 
 #: MAgent2 battle 64 vs 64 (battle_64v64.yaml, seed 0): `marlplug evaluate --json` of the red army,
@@ -180,5 +194,6 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "learning: across CPU models": ("learning.md", rows_learning_across_cpus),
     "learning: Q-learners": ("learning.md", rows_learning_q_learners),
     "learning: Q-learners' updates": ("learning.md", rows_learning_q_updates),
+    "learning: replay actor-critics": ("learning.md", rows_learning_actor_critics),
     "learning: MAgent2 battle": ("learning.md", rows_learning_battle),
 }
