@@ -11,8 +11,8 @@ collects, the updates after it (marlplug's ``algorithm.updates_per_iteration``, 
 ``off_policy_train_batch_size``): by default one update of 1,024 per 6,000 frames;
 ``--updates-per-iteration 1000 --replay-minibatch 128`` is BenchMARL's own fine-tuned VMAS shape.
 Both sides' networks have BenchMARL's hidden layers, two of 256 (the runner reports its own, and
-the bench checks them). Both sides time each iteration after the first (which pays for start-up) and report the median as
-frames/s; evaluations are left out on both.
+the bench checks them). Both sides time each iteration after the first (which pays for start-up)
+and report the median as frames/s; evaluations are left out on both.
 """
 
 from __future__ import annotations

@@ -175,7 +175,6 @@ def test_both_sides_get_the_same_iteration_shape() -> None:
     settings = module.matched_settings(args)
     assert settings["off_policy_collected_frames_per_batch"] == 6000
     assert settings["off_policy_n_envs_per_worker"] == 60
-
     assert settings["off_policy_n_optimizer_steps"] == 1000
     assert settings["off_policy_train_batch_size"] == 128
     assert benchmarl_shape(settings, on_policy=False) == {
