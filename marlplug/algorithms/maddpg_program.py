@@ -36,6 +36,7 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
+from marlplug.optim.sharing import mean_within_groups, whole_groups
 from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 
@@ -80,15 +81,22 @@ class MaddpgProgram(AgentRows):
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
+        groups = list(dict.fromkeys(agent.group for agent in self.agents))
+        #: ``[M]`` each agent's group number, in ``group_map`` order.
+        self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
 
     # ------------------------------------------------------------------ state
 
     def init_state(self, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Fresh ``(theta [M, P], opt_state [M, O])``: agent ``i``'s networks are drawn from
-        ``(seed, i)`` alone, its Adam state is zero."""
+        ``(seed, i)`` alone (with ``share_params``, from its group's first agent's), its Adam
+        state is zero."""
         rows = []
         for index in range(self.num_agents):
-            generator = torch.Generator().manual_seed(agent_seed(seed, 0, index, salt=1))
+            source = index
+            if self.options.share_params:
+                source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
+            generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             actor = init_mlp(self.actor_sizes, generator)
             critic = init_mlp(self.critic_sizes, generator)
             networks = dict(
@@ -169,18 +177,32 @@ class MaddpgProgram(AgentRows):
         """``U`` for every agent in ``agents`` at once (any subset, any order).
 
         Agent ``i``'s random numbers come from ``derive_seed(seed, i)`` alone (see
-        :meth:`update_seeded`, which this calls).
+        :meth:`update_seeded`, which this calls). With ``share_params`` the losses of every agent
+        of the asked agents' groups run, for the group's mean gradient, and the asked agents' rows
+        are returned.
 
         Args:
             theta_all: ``[M, P]`` every agent's ``theta``.
-            opt_state: ``[M, O]`` every agent's Adam state (only the rows of ``agents`` are read).
+            opt_state: ``[M, O]`` every agent's Adam state (the rows of ``agents`` are read, and
+                with ``share_params`` those of their groups).
             batch: ``obs``/``next_obs`` ``[B, M, O]``, ``action`` ``[B, M, A]`` (as :meth:`act`
                 returns), ``reward`` and ``terminated`` ``[B, M]``.
             agents: which agents to update.
             seed: the round's seed.
         """
-        seeds = [derive_seed(seed, int(agent)) for agent in agents]
-        return self.update_seeded(theta_all, opt_state, batch, agents, seeds)
+        asked = [int(agent) for agent in agents]
+        forwarded = whole_groups(asked, self.group_of) if self.options.share_params else asked
+        seeds = [derive_seed(seed, agent) for agent in forwarded]
+        result = self.update_seeded(theta_all, opt_state, batch, forwarded, seeds)
+        if forwarded == asked:
+            return result
+        # Only the asked agents' rows: the rest of their groups only lent gradients.
+        position = torch.as_tensor([forwarded.index(agent) for agent in asked], dtype=torch.long)
+        return AgentUpdate(
+            theta=result.theta.index_select(0, position),
+            opt_state=result.opt_state.index_select(0, position),
+            stats={name: value.index_select(0, position) for name, value in result.stats.items()},
+        )
 
     def update_seeded(
         self,
@@ -196,13 +218,20 @@ class MaddpgProgram(AgentRows):
         every agent's target actor, Gumbel-softmax for discrete agents), then the actor ascends the
         updated critic with its own action replaced by its Gumbel-softmax policy sample, then both
         target networks move by Polyak ``tau`` — the order of the authors' code. A network whose
-        gradient norm is not finite does not step (``stepped`` false in the stats).
+        gradient norm is not finite does not step (``stepped`` false in the stats). With
+        ``share_params`` each network steps with its group's mean gradient, so ``agents`` must hold
+        whole groups.
 
         Stats (``[len(agents)]``): ``critic_loss``, ``actor_loss``, ``critic_grad_norm``,
         ``actor_grad_norm`` (before clipping), ``stepped`` and ``nonfinite``.
         """
         if len(agents) != len(seeds):
             raise ValueError(f"got {len(agents)} agents but {len(seeds)} seeds")
+        if self.options.share_params and sorted(agents) != whole_groups(agents, self.group_of):
+            raise ValueError(
+                f"share_params steps every agent with its group's mean gradient: agents {list(agents)} "
+                "are not whole groups (update() forwards them)"
+            )
         # With several threads, torch splits reductions by tensor shape, so an agent's result would
         # depend on which other agents share the call; one thread keeps every replica bit-identical.
         with one_thread():
@@ -260,7 +289,7 @@ class MaddpgProgram(AgentRows):
         critic = [own[n].detach().requires_grad_(True) for n in self._critic_names]
         q_value = self._critic_values(obs_flat, joint_actions.expand(count, -1, -1), critic, index)
         critic_loss = (q_value - td_target).pow(2).mean(dim=1)
-        critic_grads = torch.autograd.grad(critic_loss.sum(), critic)
+        critic_grads = self._shared(torch.autograd.grad(critic_loss.sum(), critic), index)
         new_critic, critic_m, critic_v, new_step, critic_norm, critic_ok = self._step(
             own, self._critic_names, critic_grads
         )
@@ -278,7 +307,7 @@ class MaddpgProgram(AgentRows):
         valid = self.action_mask.index_select(0, index).unsqueeze(1).to(raw.dtype)
         regularizer = (raw * valid).pow(2).sum(-1) / valid.sum(-1)
         actor_loss = -policy_q.mean(dim=1) + options.actor_regularization * regularizer.mean(dim=1)
-        actor_grads = torch.autograd.grad(actor_loss.sum(), actor)
+        actor_grads = self._shared(torch.autograd.grad(actor_loss.sum(), actor), index)
         new_actor, actor_m, actor_v, _, actor_norm, actor_ok = self._step(
             own, self._actor_names, actor_grads
         )
@@ -325,6 +354,13 @@ class MaddpgProgram(AgentRows):
         return critic_values(
             obs, actions, params, index, critic=self.options.critic, num_agents=self.num_agents
         )
+
+    def _shared(self, grads: Sequence[torch.Tensor], index: torch.Tensor) -> Sequence[torch.Tensor]:
+        """``grads`` (rows in ``index``'s order) as they are, or with ``share_params`` every
+        group's mean gradient."""
+        if not self.options.share_params:
+            return grads
+        return mean_within_groups(grads, self.group_of.index_select(0, index))
 
     def _action_columns(self, index: torch.Tensor) -> torch.Tensor:
         """``[S, A]`` the joint-action columns (``[B, M * A]`` layout) of each agent in ``index``."""

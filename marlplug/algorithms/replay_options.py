@@ -81,7 +81,9 @@ def schedule_field(name: str, default: int) -> Any:
 
 class ReplayOptions(Options):
     """The options every replay-based algorithm has: discount, hidden widths, episode length, the
-    updates an iteration makes (``updates_per_iteration``), and a memory estimate from the replay buffer and the agents' state (:meth:`state_bytes`).
+    updates an iteration makes (``updates_per_iteration``), parameter sharing within a group
+    (``share_params``), and a memory estimate from the replay buffer and the agents' state
+    (:meth:`state_bytes`).
 
     Subclasses add their own learning rate, clip, target update and replay schedule
     (:func:`schedule_field`).
@@ -100,6 +102,14 @@ class ReplayOptions(Options):
     )
     episode_length: int = Field(25, ge=1, le=10**6, description="Steps per episode.")
     buffer_size: int = schedule_field("buffer_size", 1_000_000)
+    share_params: bool = Field(
+        False,
+        description=(
+            "Every agent of a group starts from the group's first agent's networks and steps with "
+            "the group's mean gradient: one set of networks per group, each agent still in its own "
+            "row."
+        ),
+    )
     # One update an iteration is every algorithm's default: the same rate as before the option.
     updates_per_iteration: int = schedule_field("updates_per_iteration", 1)
 

@@ -161,6 +161,29 @@ def test_a_non_finite_agent_keeps_its_rows() -> None:
     assert torch.isfinite(out.theta).all()
 
 
+@pytest.mark.parametrize("critic", ["joint", "local"])
+def test_shared_params_keep_a_group_identical(critic: str) -> None:
+    program = make_program(4, discrete=False, critic=critic, share_params=True)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    assert all(torch.equal(theta[0], row) for row in theta)  # one group: agent 0's networks
+    joint = program.update(theta, opt_state, batch, [0, 1, 2, 3], seed=5)
+    assert not torch.equal(joint.theta, theta)
+    assert all(torch.equal(joint.theta[0], row) for row in joint.theta)
+    assert all(torch.equal(joint.opt_state[0], row) for row in joint.opt_state)
+    # A learner asked for one agent still runs its whole group: the same row as the joint call's.
+    part = program.update(theta, opt_state, batch, [2], seed=5)
+    assert part.theta.shape[0] == 1 and torch.equal(part.theta[0], joint.theta[2])
+    unshared = make_program(4, discrete=False, critic=critic)
+    assert not torch.equal(unshared.init_state(0)[0][0], unshared.init_state(0)[0][1])
+
+
+def test_shared_params_refuse_a_seeded_call_on_part_of_a_group() -> None:
+    program = make_program(3, share_params=True)
+    (theta, opt_state), batch = program.init_state(0), make_batch(program)
+    with pytest.raises(ValueError, match="not whole groups"):
+        program.update_seeded(theta, opt_state, batch, [0, 2], [1, 2])
+
+
 def test_split_critic_matches_the_critic_on_the_concatenated_input() -> None:
     program = make_program(3)
     state = program.theta_codec.unflatten(program.init_state(0)[0][[2, 0]])  # two replicas

@@ -90,15 +90,21 @@ SIMULATED = [
 ]
 
 
-def test_coded_continuous_maddpg_ends_bit_identical_to_centralized(tmp_path: Path) -> None:
+@pytest.mark.parametrize("share_params", [False, True], ids=["own", "shared"])
+def test_coded_continuous_maddpg_ends_bit_identical_to_centralized(
+    tmp_path: Path, share_params: bool
+) -> None:
     if "vmas" not in available_envs():
         pytest.skip("the vmas backend is not installed")
 
     def theta(name: str, *extra: str) -> torch.Tensor:
-        config = load_config(data={}, overrides=[*MADDPG, *extra])
+        sharing = f"algorithm.share_params={str(share_params).lower()}"
+        config = load_config(data={}, overrides=[*MADDPG, sharing, *extra])
         return run(config, run_dir=tmp_path / name).theta
 
     centralized = theta("centralized", "train.updates=4")
     assert torch.equal(theta("coded", "train.updates=4", *SIMULATED), centralized)
     # Two updates happened (iterations 3 and 4): the rows moved from where they started.
     assert not torch.equal(theta("before", "train.updates=2"), centralized)
+    # give_way's two agents are one group: shared, their rows stay one network.
+    assert torch.equal(centralized[0], centralized[1]) == share_params

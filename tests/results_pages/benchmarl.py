@@ -62,25 +62,37 @@ REPLAY_ALGORITHMS = {
 }
 
 
-def replay_sides(algorithm: str) -> tuple[tuple[str, str], ...]:
-    """marlplug's sweep of ``algorithm`` on balance, then BenchMARL 1.5.2's runs."""
+#: Those also run on navigation, from ``navigation_vmas_<algorithm>.yaml`` (the balance config's
+#: algorithm settings on navigation's task settings).
+REPLAY_NAVIGATION = ("maddpg", "masac")
+
+
+def replay_sides(algorithm: str, task: str = "balance") -> tuple[tuple[str, str], ...]:
+    """marlplug's sweep of ``algorithm`` on ``task``, then BenchMARL 1.5.2's runs."""
     label, config = REPLAY_ALGORITHMS[algorithm]
-    ours = (f"marlplug {label}, `{config}`", f"sweep_balance_{algorithm}_wall10.json")
+    config = config.replace("balance", task)
+    ours = (f"marlplug {label}, `{config}`", f"sweep_{task}_{algorithm}_wall10.json")
     theirs = (
         f"BenchMARL {label}, its fine-tuned settings",
-        f"benchmarl_balance_{algorithm}_wall10.json",
+        f"benchmarl_{task}_{algorithm}_wall10.json",
     )
     return ours, theirs
 
 
 BENCHMARL_WALL_TIME_REPLAY = {
-    algorithm: {"balance": replay_sides(algorithm)} for algorithm in REPLAY_ALGORITHMS
+    (task, algorithm): {task: replay_sides(algorithm, task)}
+    for task, algorithms in (("balance", REPLAY_ALGORITHMS), ("navigation", REPLAY_NAVIGATION))
+    for algorithm in algorithms
 }
-#: ``marlplug evaluate RUN --random-group agents --json`` on a balance run with BenchMARL's task
-#: settings: every agent acting uniformly at random, with continuous and with discrete actions.
-BALANCE_RANDOM = {
-    "continuous": "balance_vmas_benchmarl_random.json",
-    "discrete": "balance_vmas_discrete_random.json",
+#: ``marlplug evaluate RUN --random-group agents --json`` on a run with BenchMARL's task settings:
+#: every agent acting uniformly at random, on balance with continuous and with discrete actions,
+#: on navigation with continuous ones.
+REPLAY_RANDOM = {
+    "balance": {
+        "continuous": "balance_vmas_benchmarl_random.json",
+        "discrete": "balance_vmas_discrete_random.json",
+    },
+    "navigation": {"continuous": "navigation_vmas_benchmarl_random.json"},
 }
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
@@ -94,6 +106,13 @@ BENCHMARL_NAVIGATION_SETTINGS = (
 )
 #: BenchMARL's MAPPO with marlplug's settings where it has them, 120k frames, seed 0.
 BENCHMARL_MARLPLUG_SETTINGS = "benchmarl_balance_mappo_marlplug_settings.json"
+#: MADDPG on navigation at 270k frames, per-agent networks, then one per group (share_params).
+MADDPG_SHARING = {
+    "navigation": (
+        ("marlplug MADDPG, per-agent networks", "sweep_navigation_maddpg_own_270k.json"),
+        ("the same, `share_params: true`", "sweep_navigation_maddpg_shared_270k.json"),
+    )
+}
 #: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms at one update of
 #: 1,024 an iteration and at BenchMARL's own 1,000 updates of 128.
 BENCHMARL_SPEED = (
@@ -103,9 +122,11 @@ BENCHMARL_SPEED = (
 )
 
 
-def rows_benchmarl_equal_frames(task: str) -> Iterator[str]:
+def rows_benchmarl_equal_frames(
+    task: str, sides: Mapping[str, tuple[tuple[str, str], ...]] = BENCHMARL_TASKS
+) -> Iterator[str]:
     """Each side's final team return per seed, their IQM, and P(marlplug beats a run of it)."""
-    for label, name, cells in benchmarl_sides(task, BENCHMARL_TASKS[task]):
+    for label, name, cells in benchmarl_sides(task, sides[task]):
         yield row(label, f"[`{name}`](../data/{name})", *cells)
 
 
@@ -122,13 +143,13 @@ def frames_per_seed(name: str) -> str:
     return " / ".join(f"{run.frames / 1e6:.2f}M" for run in runs(name))
 
 
-def rows_balance_random() -> Iterator[str]:
-    """The team return of uniform random actions on balance's 100 evaluation episodes."""
-    for actions, name in BALANCE_RANDOM.items():
+def rows_random(task: str) -> Iterator[str]:
+    """The team return of uniform random actions on the task's 100 evaluation episodes."""
+    for actions, name in REPLAY_RANDOM[task].items():
         yield row(
             f"uniform random {actions} actions",
             f"[`{name}`](../data/{name})",
-            number(load(name)["mean"], digits=BENCHMARL_DIGITS["balance"]),
+            number(load(name)["mean"], digits=BENCHMARL_DIGITS[task]),
         )
 
 
@@ -235,13 +256,23 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
         for task in BENCHMARL_WALL_TIME_IPPO
     },
     **{
-        f"benchmarl: balance {algorithm} at equal wall time": (
+        f"benchmarl: {task} {algorithm} at equal wall time": (
             "benchmarl-off-policy.md",
-            functools.partial(rows_benchmarl_equal_wall_time, "balance", sides),
+            functools.partial(rows_benchmarl_equal_wall_time, task, sides),
         )
-        for algorithm, sides in BENCHMARL_WALL_TIME_REPLAY.items()
+        for (task, algorithm), sides in BENCHMARL_WALL_TIME_REPLAY.items()
     },
-    "benchmarl: balance random": ("benchmarl-off-policy.md", rows_balance_random),
+    **{
+        f"benchmarl: {task} random": (
+            "benchmarl-off-policy.md",
+            functools.partial(rows_random, task),
+        )
+        for task in REPLAY_RANDOM
+    },
+    "benchmarl: navigation maddpg sharing": (
+        "benchmarl-off-policy.md",
+        functools.partial(rows_benchmarl_equal_frames, "navigation", MADDPG_SHARING),
+    ),
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
     "benchmarl: speed": ("benchmarl.md", rows_benchmarl_speed),

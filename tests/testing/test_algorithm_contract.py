@@ -28,6 +28,14 @@ class TestMADDPG(AlgorithmContract):
     registered_name = "maddpg"
 
 
+class TestMADDPGSharedParams(AlgorithmContract):
+    """One actor and critic per group, continuous actions (a learner forwards the whole group)."""
+
+    algorithm_class = MADDPG
+    options: ClassVar[dict[str, Any]] = {**SMALL_MADDPG, "share_params": True}
+    env_options: ClassVar[dict[str, Any]] = {"agents": 3, "continuous_actions": True}
+
+
 class TestMADDPGHeterogeneousContinuous(AlgorithmContract):
     """Two groups of different observation sizes, continuous actions: padding must change nothing."""
 

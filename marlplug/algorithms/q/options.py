@@ -29,13 +29,6 @@ class QOptions(ReplayOptions):
 
     lr: float = Field(5e-4, gt=0, description="Adam learning rate of the Q-networks.")
     max_grad_norm: float = Field(10.0, gt=0, description="Per-agent L2 gradient clip.")
-    share_params: bool = Field(
-        False,
-        description=(
-            "Every agent of a group starts from the group's first agent's Q-network and steps with "
-            "the group's mean gradient: one Q-network per group, each agent still in its own row."
-        ),
-    )
     target_update: Literal["polyak", "hard"] = Field(
         "polyak",
         description=(

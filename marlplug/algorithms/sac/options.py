@@ -32,14 +32,6 @@ class SacOptions(ReplayOptions):
     alpha_init: float = Field(
         1.0, gt=0, description="The learned temperature's starting value (alpha unset)."
     )
-    share_params: bool = Field(
-        False,
-        description=(
-            "Every agent of a group starts from the group's first agent's networks and steps with "
-            "the group's mean gradient: one actor and critic pair per group, each agent still in "
-            "its own row."
-        ),
-    )
     critic: CriticInput = Field(
         "local",
         description=(
