@@ -36,7 +36,12 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import mean_within_groups, whole_groups
+from marlplug.optim.sharing import (
+    group_numbers,
+    mean_within_groups,
+    seed_sources,
+    whole_groups,
+)
 from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 
@@ -81,9 +86,8 @@ class MaddpgProgram(AgentRows):
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
-        groups = list(dict.fromkeys(agent.group for agent in self.agents))
         #: ``[M]`` each agent's group number, in ``group_map`` order.
-        self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
+        self.group_of = group_numbers([agent.group for agent in self.agents])
 
     # ------------------------------------------------------------------ state
 
@@ -92,10 +96,7 @@ class MaddpgProgram(AgentRows):
         ``(seed, i)`` alone (with ``share_params``, from its group's first agent's), its Adam
         state is zero."""
         rows = []
-        for index in range(self.num_agents):
-            source = index
-            if self.options.share_params:
-                source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
+        for source in seed_sources(self.group_of, self.options.share_params):
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             actor = init_mlp(self.actor_sizes, generator)
             critic = init_mlp(self.critic_sizes, generator)

@@ -10,7 +10,43 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["group_mean_gradients", "mean_within_groups", "whole_groups"]
+__all__ = [
+    "group_mean_gradients",
+    "group_numbers",
+    "mean_within_groups",
+    "seed_sources",
+    "whole_groups",
+]
+
+
+def group_numbers(groups: Sequence[str]) -> torch.Tensor:
+    """``[M]`` each agent's group number, groups numbered in order of first appearance (the
+    ``group_map`` order when ``groups`` lists every agent's group in agent order).
+
+    Examples:
+        >>> group_numbers(["adversary", "agent", "adversary"]).tolist()
+        [0, 1, 0]
+    """
+    order = list(dict.fromkeys(groups))
+    return torch.tensor([order.index(name) for name in groups], dtype=torch.long)
+
+
+def seed_sources(group: torch.Tensor, share: bool) -> list[int]:
+    """The agent whose seed draws each agent's fresh networks: itself, or with ``share`` its
+    group's first agent, so that every row of a shared group starts equal (``group`` ``[M]``: each
+    agent's group number).
+
+    Examples:
+        >>> seed_sources(torch.tensor([0, 1, 0, 1]), share=True)
+        [0, 1, 0, 1]
+        >>> seed_sources(torch.tensor([1, 0, 0]), share=True)
+        [0, 1, 1]
+        >>> seed_sources(torch.tensor([1, 0, 0]), share=False)
+        [0, 1, 2]
+    """
+    if not share:
+        return list(range(len(group)))
+    return [int(torch.nonzero(group == number)[0]) for number in group.tolist()]
 
 
 def group_mean_gradients(grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -42,7 +42,12 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import mean_within_groups, whole_groups
+from marlplug.optim.sharing import (
+    group_numbers,
+    mean_within_groups,
+    seed_sources,
+    whole_groups,
+)
 from marlplug.seeding import agent_seed
 from marlplug.torch_threads import one_thread
 
@@ -126,9 +131,8 @@ class QProgram(QActing, AgentRows):
         self.action_mask = torch.stack(
             [torch.arange(self.action_dim) < agent.action_dim for agent in self.agents]
         )  # [M, A]
-        groups = list(dict.fromkeys(agent.group for agent in self.agents))
         #: ``[M]`` each agent's group number, in ``group_map`` order.
-        self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
+        self.group_of = group_numbers([agent.group for agent in self.agents])
 
     # ------------------------------------------------------------------ state
 
@@ -143,10 +147,7 @@ class QProgram(QActing, AgentRows):
             mixer_state = fresh_target_and_adam_state(self.mixer_rows.fresh(generator))
             mixer_state["mixer_adam_step"] = mixer_state.pop("adam_step")
         rows = []
-        for index in range(self.num_agents):
-            source = index
-            if self.options.share_params:
-                source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
+        for source in seed_sources(self.group_of, self.options.share_params):
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             params = (
                 init_mlp(self.sizes, generator)

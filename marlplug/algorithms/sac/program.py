@@ -35,7 +35,7 @@ from marlplug.algorithms.state_codec import (
     target_and_adam_layout,
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
-from marlplug.optim.sharing import whole_groups
+from marlplug.optim.sharing import group_numbers, seed_sources, whole_groups
 from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 
@@ -94,9 +94,8 @@ class SacProgram(AgentRows):
         self.discrete = torch.tensor([a.discrete for a in self.agents])
         self.action_low = torch.tensor([a.low for a in self.agents])
         self.action_high = torch.tensor([a.high for a in self.agents])
-        groups = list(dict.fromkeys(agent.group for agent in self.agents))
         #: ``[M]`` each agent's group number, in ``group_map`` order.
-        self.group_of = torch.tensor([groups.index(agent.group) for agent in self.agents])
+        self.group_of = group_numbers([agent.group for agent in self.agents])
 
     def _network_sizes(self) -> tuple[list[int], list[int]]:
         """The actor's and each critic's layer widths (input first)."""
@@ -118,10 +117,7 @@ class SacProgram(AgentRows):
         are copies, its temperature ``alpha`` (or ``alpha_init``), its Adam state zero."""
         alpha = self.options.alpha if self.options.alpha is not None else self.options.alpha_init
         rows = []
-        for index in range(self.num_agents):
-            source = index
-            if self.options.share_params:
-                source = int(torch.nonzero(self.group_of == self.group_of[index])[0])
+        for source in seed_sources(self.group_of, self.options.share_params):
             generator = torch.Generator().manual_seed(agent_seed(seed, 0, source, salt=1))
             networks: dict[str, torch.Tensor] = {}
             for names in self._critic_names:
