@@ -62,9 +62,9 @@ REPLAY_ALGORITHMS = {
 }
 
 
-#: Those also run on navigation, from ``navigation_vmas_<algorithm>.yaml`` (the balance config's
+#: Those also run on navigation, from the navigation config named as their balance one (its
 #: algorithm settings on navigation's task settings).
-REPLAY_NAVIGATION = ("maddpg", "masac")
+REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac")
 
 
 def replay_sides(algorithm: str, task: str = "balance") -> tuple[tuple[str, str], ...]:
