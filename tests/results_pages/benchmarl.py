@@ -113,6 +113,13 @@ MADDPG_SHARING = {
         ("the same, `share_params: true`", "sweep_navigation_maddpg_shared_270k.json"),
     )
 }
+#: MADDPG on navigation, the config's learning rate (its 10-minute runs) and a lower one (900k
+#: frames): each seed's 20-episode periodic evaluations at these frames.
+MADDPG_LEARNING_RATE = (
+    ("marlplug MADDPG, `lr: 0.001` (the config)", "sweep_navigation_maddpg_wall10.json"),
+    ("the same, `lr: 0.0003`", "sweep_navigation_maddpg_lr3e-4_900k.json"),
+)
+MADDPG_LEARNING_RATE_FRAMES = (180_000, 450_000, 630_000, 900_000)
 #: ``marlplug bench benchmarl --json``: PPO's two, then the replay-based algorithms at one update of
 #: 1,024 an iteration and at BenchMARL's own 1,000 updates of 128.
 BENCHMARL_SPEED = (
@@ -180,6 +187,20 @@ def rows_benchmarl_curves(task: str) -> Iterator[str]:
         yield row(
             label,
             *(number(statistics.mean(p.mean for p in point), digits=digits) for point in points),
+        )
+
+
+def rows_maddpg_learning_rate() -> Iterator[str]:
+    """Each configuration's periodic evaluations, seeds 0 / 1 / 2, at the chosen frames."""
+    for label, name in MADDPG_LEARNING_RATE:
+        at_frames = [{point.frames: point.mean for point in run.curve} for run in runs(name)]
+        yield row(
+            label,
+            f"[`{name}`](../data/{name})",
+            *(
+                " / ".join(number(curve[frames], digits=2) for curve in at_frames)
+                for frames in MADDPG_LEARNING_RATE_FRAMES
+            ),
         )
 
 
@@ -272,6 +293,10 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "benchmarl: navigation maddpg sharing": (
         "benchmarl-off-policy.md",
         functools.partial(rows_benchmarl_equal_frames, "navigation", MADDPG_SHARING),
+    ),
+    "benchmarl: navigation maddpg learning rate": (
+        "benchmarl-off-policy.md",
+        rows_maddpg_learning_rate,
     ),
     "benchmarl: marlplug's settings": ("benchmarl.md", rows_benchmarl_settings),
     "benchmarl: navigation settings": ("benchmarl.md", rows_benchmarl_navigation_settings),
