@@ -36,12 +36,7 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import gumbel_noise, init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import (
-    group_numbers,
-    mean_within_groups,
-    seed_sources,
-    whole_groups,
-)
+from marlplug.optim.sharing import group_numbers, mean_within_groups, seed_sources, whole_groups
 from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 

@@ -42,12 +42,7 @@ from marlplug.algorithms.state_codec import (
 )
 from marlplug.nn.functional import init_mlp, mlp_shapes, stacked_mlp
 from marlplug.optim.adam import AdamSettings
-from marlplug.optim.sharing import (
-    group_numbers,
-    mean_within_groups,
-    seed_sources,
-    whole_groups,
-)
+from marlplug.optim.sharing import group_numbers, mean_within_groups, seed_sources, whole_groups
 from marlplug.seeding import agent_seed
 from marlplug.torch_threads import one_thread
 
