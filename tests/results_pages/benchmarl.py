@@ -64,7 +64,7 @@ REPLAY_ALGORITHMS = {
 
 #: Those also run on navigation, from the navigation config named as their balance one (its
 #: algorithm settings on navigation's task settings).
-REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac")
+REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac", "qmix", "vdn", "iql")
 
 
 def replay_sides(algorithm: str, task: str = "balance") -> tuple[tuple[str, str], ...]:
@@ -86,13 +86,16 @@ BENCHMARL_WALL_TIME_REPLAY = {
 }
 #: ``marlplug evaluate RUN --random-group agents --json`` on a run with BenchMARL's task settings:
 #: every agent acting uniformly at random, on balance with continuous and with discrete actions,
-#: on navigation with continuous ones.
+#: on navigation with both.
 REPLAY_RANDOM = {
     "balance": {
         "continuous": "balance_vmas_benchmarl_random.json",
         "discrete": "balance_vmas_discrete_random.json",
     },
-    "navigation": {"continuous": "navigation_vmas_benchmarl_random.json"},
+    "navigation": {
+        "continuous": "navigation_vmas_benchmarl_random.json",
+        "discrete": "navigation_vmas_discrete_random.json",
+    },
 }
 #: Decimals of each task's returns (navigation's team returns are about 3).
 BENCHMARL_DIGITS = {"balance": 1, "navigation": 2, "sampling": 1}
