@@ -1,5 +1,5 @@
-"""The tables of docs/results/benchmarl.md, benchmarl-wall-time.md and benchmarl-off-policy.md, each
-row made from the files under docs/data/."""
+"""The tables of docs/results/benchmarl.md, benchmarl-wall-time.md, benchmarl-off-policy.md and
+benchmarl-off-policy-sampling.md, each row made from the files under docs/data/."""
 
 from __future__ import annotations
 
@@ -65,6 +65,14 @@ REPLAY_ALGORITHMS = {
 #: Those also run on navigation, from the navigation config named as their balance one (its
 #: algorithm settings on navigation's task settings).
 REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac", "qmix", "vdn", "iql")
+#: Those run on sampling so far, the same way.
+REPLAY_SAMPLING = ("maddpg", "masac", "qmix")
+#: The page each task's replay-based results are on.
+REPLAY_PAGES = {
+    "balance": "benchmarl-off-policy.md",
+    "navigation": "benchmarl-off-policy.md",
+    "sampling": "benchmarl-off-policy-sampling.md",
+}
 
 
 def replay_sides(algorithm: str, task: str = "balance") -> tuple[tuple[str, str], ...]:
@@ -81,12 +89,15 @@ def replay_sides(algorithm: str, task: str = "balance") -> tuple[tuple[str, str]
 
 BENCHMARL_WALL_TIME_REPLAY = {
     (task, algorithm): {task: replay_sides(algorithm, task)}
-    for task, algorithms in (("balance", REPLAY_ALGORITHMS), ("navigation", REPLAY_NAVIGATION))
+    for task, algorithms in (
+        ("balance", REPLAY_ALGORITHMS),
+        ("navigation", REPLAY_NAVIGATION),
+        ("sampling", REPLAY_SAMPLING),
+    )
     for algorithm in algorithms
 }
 #: ``marlplug evaluate RUN --random-group agents --json`` on a run with BenchMARL's task settings:
-#: every agent acting uniformly at random, on balance with continuous and with discrete actions,
-#: on navigation with both.
+#: every agent acting uniformly at random, on each task with continuous and with discrete actions.
 REPLAY_RANDOM = {
     "balance": {
         "continuous": "balance_vmas_benchmarl_random.json",
@@ -95,6 +106,10 @@ REPLAY_RANDOM = {
     "navigation": {
         "continuous": "navigation_vmas_benchmarl_random.json",
         "discrete": "navigation_vmas_discrete_random.json",
+    },
+    "sampling": {
+        "continuous": "sampling_vmas_benchmarl_random.json",
+        "discrete": "sampling_vmas_discrete_random.json",
     },
 }
 #: Decimals of each task's returns (navigation's team returns are about 3).
@@ -281,14 +296,14 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     },
     **{
         f"benchmarl: {task} {algorithm} at equal wall time": (
-            "benchmarl-off-policy.md",
+            REPLAY_PAGES[task],
             functools.partial(rows_benchmarl_equal_wall_time, task, sides),
         )
         for (task, algorithm), sides in BENCHMARL_WALL_TIME_REPLAY.items()
     },
     **{
         f"benchmarl: {task} random": (
-            "benchmarl-off-policy.md",
+            REPLAY_PAGES[task],
             functools.partial(rows_random, task),
         )
         for task in REPLAY_RANDOM
