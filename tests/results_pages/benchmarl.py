@@ -65,8 +65,9 @@ REPLAY_ALGORITHMS = {
 #: Those also run on navigation, from the navigation config named as their balance one (its
 #: algorithm settings on navigation's task settings).
 REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac", "qmix", "vdn", "iql")
-#: Those run on sampling so far, the same way.
-REPLAY_SAMPLING = ("maddpg", "masac", "qmix")
+#: Those run on sampling so far, the same way (MADDPG, MASAC and QMIX on an AMD EPYC Zen 4, the
+#: others on a Zen 3; both sides of each on the same machine at the same time).
+REPLAY_SAMPLING = ("maddpg", "masac", "qmix", "iddpg", "isac", "vdn")
 #: The page each task's replay-based results are on.
 REPLAY_PAGES = {
     "balance": "benchmarl-off-policy.md",
