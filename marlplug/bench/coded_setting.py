@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from marlplug.algorithms.maddpg import MADDPG
-from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.algorithms.replay import ExperienceCollector
 from marlplug.distributed.learner import learner_compute, state_rows
 from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError

@@ -52,7 +52,7 @@ from typing import Any, cast
 
 import click
 
-from marlplug.algorithms.maddpg_data import ReplayOptions
+from marlplug.algorithms.replay import ReplayOptions
 from marlplug.bench.env_steps import SIM_REPEATS, simulator_rate
 from marlplug.bench.scaling_config import (
     BENCH_KEYS,

@@ -24,7 +24,7 @@ CONFIGS = {"ppo": "spread_vmas.yaml", "maddpg": "maddpg_spread.yaml"}
 ON_POLICY_CONFIG = "spread_vmas.yaml"
 REPLAY_CONFIG = "maddpg_spread.yaml"
 #: The options a replay-based algorithm's schedule reads, which :func:`replay_overrides` sets
-#: (:class:`~marlplug.algorithms.maddpg_data.ReplayOptions`), and by which
+#: (:class:`~marlplug.algorithms.replay.ReplayOptions`), and by which
 #: :func:`learns_from_replay` knows the family. Not ``updates_per_iteration``: the bench leaves it
 #: at the config's (1, or a ``--set``), and a plugin's replay options without it (the example
 #: plugin's ``linear_iql``) must still count as replay-based.

@@ -15,9 +15,9 @@ def marlplug_algorithms() -> Mapping[str, Any]:
     ``vdn``: value decomposition (the agents' Q-values summed); ``qmix``: QMIX (mixed on the
     global state); ``isac``/``masac``: soft actor-critic with local/joint critics."""
     return {
-        "ppo": "marlplug.algorithms.ppo:PPO",
-        "maddpg": "marlplug.algorithms.maddpg:MADDPG",
-        "iddpg": "marlplug.algorithms.iddpg:IDDPG",
+        "ppo": "marlplug.algorithms.ppo.ppo:PPO",
+        "maddpg": "marlplug.algorithms.maddpg.maddpg:MADDPG",
+        "iddpg": "marlplug.algorithms.maddpg.iddpg:IDDPG",
         "iql": "marlplug.algorithms.q.iql:IQL",
         "vdn": "marlplug.algorithms.q.vdn:VDN",
         "isac": "marlplug.algorithms.sac.isac:ISAC",

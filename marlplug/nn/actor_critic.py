@@ -95,7 +95,7 @@ class GroupActorCritic(nn.Module):
         share_params: every agent of the group starts with agent 0's weights (a policy and a
             critic shared by the group, as BenchMARL's ``share_policy_params``); trainers keep
             them equal by stepping every agent with the group's mean gradient
-            (:class:`~marlplug.algorithms.ppo_program.PpoProgram`).
+            (:class:`~marlplug.algorithms.ppo.program.PpoProgram`).
         recurrent: ``gru``: the encoder's output goes through a GRU cell whose state is the
             features (:class:`~marlplug.nn.recurrent.RecurrentEncoder`); the critic stays an MLP.
         recurrent_hidden_size: the GRU's state width (the features' width with ``gru``).

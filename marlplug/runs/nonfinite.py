@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.ppo_loss_output import nonfinite_masks
+from marlplug.algorithms.ppo.loss_output import nonfinite_masks
 from marlplug.errors import UserError
 
 
@@ -28,7 +28,7 @@ def nonfinite_terms(
 ) -> dict[str, list[str]]:
     """The loss terms of one step that were not finite, each with the agents it concerns.
 
-    The names of :func:`~marlplug.algorithms.ppo_loss_output.nonfinite_masks`' masks: a loss can be NaN
+    The names of :func:`~marlplug.algorithms.ppo.loss_output.nonfinite_masks`' masks: a loss can be NaN
     while its gradient is finite (the step goes ahead, and is still reported); a skipped agent with
     every term finite had a non-finite gradient alone (``"gradient"``).
 

@@ -1,6 +1,6 @@
 """JointMultiAgentTrainer: collect a rollout, per-agent GAE, minibatch epochs of joint PPO steps.
 
-A facade over the PPO learner algorithm: :class:`~marlplug.algorithms.ppo_rollouts.PpoRollouts`
+A facade over the PPO learner algorithm: :class:`~marlplug.algorithms.ppo.rollouts.PpoRollouts`
 collects and cuts the minibatches (reseeded from ``(seed, update)``, so a run resumed from a
 checkpoint continues bit-identically) and ``PPO.update_step`` runs each step in place.
 """
@@ -16,8 +16,8 @@ from torch import nn
 from torchrl.envs import EnvBase
 
 from marlplug.algorithms.ppo import PPO, UpdateStepResult
-from marlplug.algorithms.ppo_iteration import PpoSchedule
-from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts, episode_returns
+from marlplug.algorithms.ppo.iteration import PpoSchedule
+from marlplug.algorithms.ppo.rollouts import MinibatchPlan, PpoRollouts, episode_returns
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.ppo_options import JointTrainerConfig, PPOLossOptions
 from marlplug.runs.nonfinite import NonfiniteMonitor, affected_agents, nonfinite_terms

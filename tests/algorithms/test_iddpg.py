@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 import torch
 
 from marlplug import load_config
-from marlplug.algorithms.iddpg import IDDPG, IddpgOptions
 from marlplug.algorithms.maddpg import MADDPG
+from marlplug.algorithms.maddpg.iddpg import IDDPG, IddpgOptions
 from marlplug.testing import AlgorithmContract
 from marlplug.train.components import training_env
 from marlplug.train.orchestrator import run

@@ -12,9 +12,9 @@ from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
 from marlplug import load_config
 from marlplug.algorithms.maddpg import MADDPG, MaddpgProgram
-from marlplug.algorithms.maddpg_data import ExperienceCollector
-from marlplug.algorithms.maddpg_options import MaddpgOptions
+from marlplug.algorithms.maddpg.options import MaddpgOptions
 from marlplug.algorithms.protocol import LearnerProgram
+from marlplug.algorithms.replay import ExperienceCollector
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.algorithms.state_codec import StateCodec
 from marlplug.envs import make_env

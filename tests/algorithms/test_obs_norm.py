@@ -11,8 +11,8 @@ import torch
 
 from marlplug import load_config
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_iteration import ITERATION_KEY, OBS_NORM
-from marlplug.algorithms.ppo_program import PpoProgram
+from marlplug.algorithms.ppo.iteration import ITERATION_KEY, OBS_NORM
+from marlplug.algorithms.ppo.program import PpoProgram
 from marlplug.envs import make_env
 from marlplug.nn import ObservationNormalizer, observation_normalizers
 from marlplug.runs.checkpoint import CHECKPOINT_NAME, load_policy

@@ -12,7 +12,7 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_program import PpoProgram
+from marlplug.algorithms.ppo.program import PpoProgram
 from marlplug.config import MarlplugConfig, load_config
 from marlplug.envs import make_env
 from marlplug.errors import UserError

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_program import PpoProgram
+from marlplug.algorithms.ppo.program import PpoProgram
 from marlplug.algorithms.protocol import LearnerProgram
 from marlplug.config import load_config
 from marlplug.envs import make_env

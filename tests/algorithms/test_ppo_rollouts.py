@@ -9,7 +9,7 @@ from tensordict import TensorDict
 
 from marlplug import load_config
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_rollouts import episode_returns
+from marlplug.algorithms.ppo.rollouts import episode_returns
 from marlplug.envs import make_env
 
 

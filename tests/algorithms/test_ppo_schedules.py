@@ -12,7 +12,7 @@ import torch
 
 from marlplug import load_config
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_iteration import (
+from marlplug.algorithms.ppo.iteration import (
     ENT_COEF,
     ITERATION_KEY,
     LR,
@@ -20,8 +20,8 @@ from marlplug.algorithms.ppo_iteration import (
     attach,
     linear_schedule,
 )
-from marlplug.algorithms.ppo_program import PpoProgram
-from marlplug.algorithms.ppo_step import step_modules
+from marlplug.algorithms.ppo.program import PpoProgram
+from marlplug.algorithms.ppo.step import step_modules
 from marlplug.config import TrainSection
 from marlplug.envs import make_env
 from marlplug.errors import ConfigError

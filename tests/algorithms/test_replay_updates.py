@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from marlplug import load_config
-from marlplug.algorithms.maddpg_data import ReplayRollouts
 from marlplug.algorithms.q import IQL
+from marlplug.algorithms.replay import ReplayRollouts
 from marlplug.envs import make_env
 from marlplug.errors import UserError
 from marlplug.train.orchestrator import run

@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDictBase
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_program import PpoProgram
+from marlplug.algorithms.ppo.program import PpoProgram
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.config import load_config

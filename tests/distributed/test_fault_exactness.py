@@ -20,8 +20,8 @@ import torch
 
 from marlplug import load_config
 from marlplug.algorithms.maddpg import MADDPG
-from marlplug.algorithms.maddpg_data import ExperienceCollector
 from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.replay import ExperienceCollector
 from marlplug.coding import MDSCode
 from marlplug.coding.stragglers import StragglerModel
 from marlplug.distributed.backends.local import LocalBackend

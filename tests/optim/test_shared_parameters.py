@@ -13,7 +13,7 @@ from torch import nn
 from torchrl.modules import MultiAgentMLP
 
 from marlplug.algorithms.ppo import PPO
-from marlplug.algorithms.ppo_params import group_parameters, loss_parameter_groups
+from marlplug.algorithms.ppo.params import group_parameters, loss_parameter_groups
 from marlplug.optim import AgentAdam, clip_grad_norm_per_agent_
 from tests.losses.test_torchrl_points import rollout, tutorial_loss, tutorial_networks
 

@@ -16,8 +16,8 @@ from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 
 import marlplug
-from marlplug.algorithms.maddpg_data import ReplayRollouts
 from marlplug.algorithms.protocol import AgentUpdate
+from marlplug.algorithms.replay import ReplayRollouts
 from marlplug.envs.layout import AgentLayout, padded_dims, read_layout
 
 

@@ -11,8 +11,8 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import ExperienceCollector, ReplayRollouts
 from marlplug.algorithms.q.sequences import SequenceCollector
+from marlplug.algorithms.replay import ExperienceCollector, ReplayRollouts
 
 if TYPE_CHECKING:
     from marlplug.algorithms.q.options import QOptions
@@ -82,7 +82,7 @@ class ScheduledActing:
 
 
 class EpsilonGreedyRollouts(ReplayRollouts):
-    """:class:`~marlplug.algorithms.maddpg_data.ReplayRollouts` whose every iteration acts with
+    """:class:`~marlplug.algorithms.replay.ReplayRollouts` whose every iteration acts with
     the schedule's epsilon at the env steps taken before it (a function of the restored step count,
     so a resumed run explores as the one never stopped).
 

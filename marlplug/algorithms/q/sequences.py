@@ -21,7 +21,7 @@ from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import BATCH_KEYS, Acting, ExperienceCollector
+from marlplug.algorithms.replay import BATCH_KEYS, Acting, ExperienceCollector
 
 
 class RecurrentActing(Acting, Protocol):
@@ -40,7 +40,7 @@ class RecurrentActing(Acting, Protocol):
 
 
 class SequenceCollector(ExperienceCollector):
-    """:class:`~marlplug.algorithms.maddpg_data.ExperienceCollector` for a recurrent program: the
+    """:class:`~marlplug.algorithms.replay.ExperienceCollector` for a recurrent program: the
     buffer holds chunks ``[L]`` of steps (a chunk is stored once its last step is taken, so one may
     span two iterations) (``obs``, ``action``, ``reward``, ``next_obs``,
     ``terminated``, ``is_init``, and ``next_action_mask`` where the env masks actions) and each

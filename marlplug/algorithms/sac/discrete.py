@@ -11,7 +11,7 @@ import math
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.maddpg_actions import MASKED_LOGIT
+from marlplug.algorithms.maddpg.actions import MASKED_LOGIT
 from marlplug.algorithms.sac.program import SacProgram
 from marlplug.nn.functional import gumbel_noise, stacked_mlp
 

@@ -18,7 +18,7 @@ from marlplug.envs.flat import MultiAgentEnvAdapter
 from marlplug.errors import UserError
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg_data import ReplayRollouts
+    from marlplug.algorithms.replay import ReplayRollouts
     from marlplug.config import MarlplugConfig
 
 __all__ = ["ISAC", "one_action_kind"]
@@ -44,7 +44,7 @@ class ISAC:
     learned (or fixed) entropy temperature.
 
     Built from its :class:`SacOptions`; :meth:`rollouts` is the replay buffer MADDPG's update
-    learns from too (:class:`~marlplug.algorithms.maddpg_data.ReplayRollouts`).
+    learns from too (:class:`~marlplug.algorithms.replay.ReplayRollouts`).
 
     Examples:
         >>> algo = ISAC(hidden_sizes=[8])
@@ -75,7 +75,7 @@ class ISAC:
 
     def rollouts(self, env: EnvBase, program: SacProgram, config: MarlplugConfig) -> ReplayRollouts:
         """The replay buffer filled by acting in ``env`` with the current (sampling) actors."""
-        from marlplug.algorithms.maddpg_data import ReplayRollouts
+        from marlplug.algorithms.replay import ReplayRollouts
 
         return ReplayRollouts(env, program, config)
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.maddpg_actions import draw_uniform, to_action_bounds
-from marlplug.algorithms.maddpg_critic import critic_values
+from marlplug.algorithms.maddpg.actions import draw_uniform, to_action_bounds
+from marlplug.algorithms.maddpg.critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.sac import tanh_normal
 from marlplug.algorithms.sac.steps import SacSteps

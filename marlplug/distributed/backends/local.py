@@ -42,8 +42,8 @@ __all__ = ["SLOTS", "LearnerStartError", "LocalBackend"]
 #: and restart would repeat them otherwise. A module that is not installed is skipped.
 PRELOAD = (
     __name__,
-    "marlplug.algorithms.maddpg_program",
-    "marlplug.algorithms.ppo_program",
+    "marlplug.algorithms.maddpg.program",
+    "marlplug.algorithms.ppo.program",
     "marlplug.algorithms.q.program",
     "marlplug.algorithms.sac.program",
     "pandas",

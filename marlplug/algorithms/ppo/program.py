@@ -3,12 +3,12 @@
 Agent ``i``'s ``theta`` row is its slice ``param[i]`` of every per-agent parameter of its group's actor
 and critic (stacked weights, in the loss's parameter order), zero-padded to the widest group; its
 ``opt_state`` row is Adam's first moments, second moments (same layout) and its step count
-(:mod:`marlplug.algorithms.ppo_rows` lays the columns out).
+(:mod:`marlplug.algorithms.ppo.rows` lays the columns out).
 
 :meth:`PpoProgram.update` loads ``theta_all`` into the loss functionally, runs ONE forward of
 ``L_total`` (the joint PPO loss plus aux losses, torch's RNG seeded from ``seed``) and ONE backward,
 then clips the gradient rows of the asked agents per agent and steps them with the per-agent Adam of
-:mod:`marlplug.optim`. :func:`marlplug.algorithms.ppo_step.step_modules` is the same update on the
+:mod:`marlplug.optim`. :func:`marlplug.algorithms.ppo.step.step_modules` is the same update on the
 loss's own parameters and a :class:`~marlplug.optim.adam.AgentAdam` (what the joint trainer and TorchRL
 users hold), with shared parameters and frozen agents.
 """
@@ -25,15 +25,15 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torchrl.modules import set_recurrent_mode
 
-from marlplug.algorithms.ppo_iteration import (
+from marlplug.algorithms.ppo.iteration import (
     ENT_COEF,
     LR,
     entropy_coefficient,
     observation_stats,
     scheduled,
 )
-from marlplug.algorithms.ppo_loss_output import loss_stats, nonfinite_masks
-from marlplug.algorithms.ppo_rows import GroupLayout, group_params, pack, row_layout, unpack
+from marlplug.algorithms.ppo.loss_output import loss_stats, nonfinite_masks
+from marlplug.algorithms.ppo.rows import GroupLayout, group_params, pack, row_layout, unpack
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss, sum_losses
@@ -63,7 +63,7 @@ def forward_backward(
     loss: JointPPOLoss, batch: TensorDictBase, seed: int | None
 ) -> tuple[TensorDictBase, torch.Tensor]:
     """``(losses, L_total)`` of one seeded forward pass (the caller runs the backward), with the
-    entropy coefficient the minibatch carries (:mod:`marlplug.algorithms.ppo_iteration`)."""
+    entropy coefficient the minibatch carries (:mod:`marlplug.algorithms.ppo.iteration`)."""
     # Recurrent mode: a recurrent actor reads a minibatch's last batch dimension as time (its
     # sequences); feed-forward networks ignore it.
     with seeded(seed), entropy_coefficient(loss, batch), set_recurrent_mode(True):
@@ -76,7 +76,7 @@ class PpoProgram:
 
     Args:
         loss: the joint loss; its structure is used, never its current weights (except by
-            :func:`~marlplug.algorithms.ppo_step.step_modules`).
+            :func:`~marlplug.algorithms.ppo.step.step_modules`).
         max_grad_norm: each agent's global L2 clip.
         adam: Adam's learning rate, betas and eps.
         networks: builds fresh actors and critics for :meth:`init_state` (``None``: refused).
@@ -89,7 +89,7 @@ class PpoProgram:
             loss's one backward covers every agent).
 
     Parameters shared between agents (``MultiAgentMLP(share_params=True)``) have no per-agent row:
-    they are refused (train them with :func:`~marlplug.algorithms.ppo_step.step_modules`).
+    they are refused (train them with :func:`~marlplug.algorithms.ppo.step.step_modules`).
 
     Examples:
         >>> from tests.losses.helpers import make_batch, make_loss, make_model
@@ -219,10 +219,10 @@ class PpoProgram:
         output and ``total_loss`` (``L_total``) (0-d); per agent (``[len(agents)]``)
         ``grad_norm`` (before clipping), ``stepped``, ``nonfinite``, ``nonfinite/<term>`` for each
         loss term that was not finite for some agent
-        (:func:`~marlplug.algorithms.ppo_loss_output.nonfinite_masks`) and the loss's per-agent
+        (:func:`~marlplug.algorithms.ppo.loss_output.nonfinite_masks`) and the loss's per-agent
         diagnostics as ``agent/<name>`` (``agent/policy_loss``, ...).
 
-        What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`)
+        What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo.iteration`)
         replaces the program's constants: the learning rate, the entropy coefficient and every
         agent's observation statistics (written into its rows before the forward, so the returned
         rows hold them).

@@ -1,5 +1,5 @@
 """Reading the joint PPO loss's output agent by agent: which terms were not finite, and the
-per-agent and joint diagnostics as stats (:class:`~marlplug.algorithms.ppo_program.PpoProgram`
+per-agent and joint diagnostics as stats (:class:`~marlplug.algorithms.ppo.program.PpoProgram`
 reports both for the agents it steps).
 """
 

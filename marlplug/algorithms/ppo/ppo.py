@@ -1,9 +1,9 @@
 """The joint PPO learner algorithm (plugin name ``ppo``): networks and its update program (its
-``algorithm:`` options: :class:`~marlplug.algorithms.ppo_options.PpoOptions`).
+``algorithm:`` options: :class:`~marlplug.algorithms.ppo.options.PpoOptions`).
 
-:meth:`PPO.bind` gives the :class:`~marlplug.algorithms.ppo_program.PpoProgram` (the pure update ``U``
+:meth:`PPO.bind` gives the :class:`~marlplug.algorithms.ppo.program.PpoProgram` (the pure update ``U``
 over agent rows, one forward and one backward for any set of agents); :meth:`PPO.rollouts` the
-on-policy source of its minibatches (:class:`~marlplug.algorithms.ppo_rollouts.PpoRollouts`).
+on-policy source of its minibatches (:class:`~marlplug.algorithms.ppo.rollouts.PpoRollouts`).
 :meth:`PPO.update_step` runs the same update in place on a loss and its
 :class:`~marlplug.optim.adam.AgentAdam` (the joint trainer's form).
 """
@@ -17,11 +17,11 @@ from tensordict import TensorDictBase
 from torch import nn
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.ppo_iteration import PpoSchedule
-from marlplug.algorithms.ppo_options import PpoOptions
-from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import PpoProgram, seeded
-from marlplug.algorithms.ppo_step import UpdateStepResult, step_modules
+from marlplug.algorithms.ppo.iteration import PpoSchedule
+from marlplug.algorithms.ppo.options import PpoOptions
+from marlplug.algorithms.ppo.params import loss_parameter_groups
+from marlplug.algorithms.ppo.program import PpoProgram, seeded
+from marlplug.algorithms.ppo.step import UpdateStepResult, step_modules
 from marlplug.errors import UserError
 from marlplug.losses.clip_ppo import ClipPPO
 from marlplug.losses.joint_ppo import JointPPOLoss
@@ -32,7 +32,7 @@ from marlplug.nn.recurrent import Recurrent
 from marlplug.optim.adam import AdamSettings, AgentAdam
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.ppo_rollouts import PpoRollouts
+    from marlplug.algorithms.ppo.rollouts import PpoRollouts
     from marlplug.config import MarlplugConfig
     from marlplug.config.train import TrainSection
 
@@ -70,7 +70,7 @@ class PPO:
         32
     """
 
-    #: The ``algorithm:`` section's fields (declared once, in :mod:`marlplug.algorithms.ppo_options`).
+    #: The ``algorithm:`` section's fields (declared once, in :mod:`marlplug.algorithms.ppo.options`).
     Options = PpoOptions
 
     def __init__(
@@ -197,7 +197,7 @@ class PPO:
 
     def rollouts(self, env: EnvBase, program: PpoProgram, config: MarlplugConfig) -> PpoRollouts:
         """On-policy rollouts of ``env`` with per-agent GAE and epochs of shuffled minibatches."""
-        from marlplug.algorithms.ppo_rollouts import MinibatchPlan, PpoRollouts
+        from marlplug.algorithms.ppo.rollouts import MinibatchPlan, PpoRollouts
 
         if program.policy is None:
             raise UserError("PPO.rollouts: the program has no policy to act with (use PPO.bind)")
@@ -237,7 +237,7 @@ class PPO:
         seed: int | None = None,
     ) -> UpdateStepResult:
         """Every agent's update at once, in place on ``loss`` and ``optimizer``
-        (:func:`~marlplug.algorithms.ppo_program.step_modules`: one backward of L_total, per-agent
+        (:func:`~marlplug.algorithms.ppo.program.step_modules`: one backward of L_total, per-agent
         clip, masked per-agent Adam step).
 
         Args:

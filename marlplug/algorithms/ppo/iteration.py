@@ -3,9 +3,9 @@ coefficient, and the observation statistics of its rollout.
 
 A coded learner sees nothing but ``(theta, opt_state, batch, agents, seed)``, so whatever changes
 from one iteration to the next must travel in one of them for every learner to compute the same
-update. :class:`~marlplug.algorithms.ppo_rollouts.PpoRollouts` writes these values into every
-minibatch under :data:`ITERATION_KEY`; :class:`~marlplug.algorithms.ppo_program.PpoProgram` and
-:func:`~marlplug.algorithms.ppo_step.step_modules` read them there. A value that is not scheduled
+update. :class:`~marlplug.algorithms.ppo.rollouts.PpoRollouts` writes these values into every
+minibatch under :data:`ITERATION_KEY`; :class:`~marlplug.algorithms.ppo.program.PpoProgram` and
+:func:`~marlplug.algorithms.ppo.step.step_modules` read them there. A value that is not scheduled
 is not written, so a run without schedules or observation normalization computes what it always did.
 
 The schedules are functions of the 0-based iteration (update) index alone: a resumed run, whose

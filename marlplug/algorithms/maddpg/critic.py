@@ -1,5 +1,5 @@
 """MADDPG's critics as a pure function of stacked per-agent parameters (what
-:class:`~marlplug.algorithms.maddpg_program.MaddpgProgram` runs for the TD target, the critic loss and
+:class:`~marlplug.algorithms.maddpg.program.MaddpgProgram` runs for the TD target, the critic loss and
 the actor's objective)."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class PpoOptions(PPOLossOptions):
     -51.8 with 125-row minibatches, against -48.1).
     """
 
-    #: Every rollout starts from a freshly seeded reset (:mod:`marlplug.algorithms.ppo_rollouts`),
+    #: Every rollout starts from a freshly seeded reset (:mod:`marlplug.algorithms.ppo.rollouts`),
     #: so a rollout shorter than an episode never reaches the episode's later steps.
     rollouts_start_from_reset: ClassVar[bool] = True
 

@@ -22,7 +22,7 @@ from tensordict import TensorDictBase
 from torchrl.collectors import Collector
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.ppo_iteration import PpoSchedule, attach
+from marlplug.algorithms.ppo.iteration import PpoSchedule, attach
 from marlplug.envs.layout import read_layout
 from marlplug.envs.transformed import with_policy_transforms
 from marlplug.errors import UserError
@@ -98,7 +98,7 @@ class PpoRollouts:
         load: writes ``theta`` rows into the loss's networks (:meth:`PpoProgram.load`), for
             :meth:`sync`.
         schedule: the learning-rate and entropy-coefficient schedules, written into every
-            minibatch (:mod:`marlplug.algorithms.ppo_iteration`); ``None``: constants.
+            minibatch (:mod:`marlplug.algorithms.ppo.iteration`); ``None``: constants.
 
     Examples:
         >>> from marlplug import load_config
@@ -185,7 +185,7 @@ class PpoRollouts:
         With observation normalization the rollout's observations are first folded into the
         statistics (so GAE and every round of the iteration read the same ones); each minibatch
         carries them and the schedules' values for ``iteration``
-        (:mod:`marlplug.algorithms.ppo_iteration`).
+        (:mod:`marlplug.algorithms.ppo.iteration`).
         """
         stats = self._fold_observations(rollout)
         scalars = {} if self.schedule is None else self.schedule.values(iteration)

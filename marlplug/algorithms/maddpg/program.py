@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.maddpg_actions import (
+from marlplug.algorithms.maddpg.actions import (
     MASKED_LOGIT,
     draw_noise,
     joint_target_actions,
     own_policy_action,
     to_action_bounds,
 )
-from marlplug.algorithms.maddpg_critic import critic_values
+from marlplug.algorithms.maddpg.critic import critic_values
 from marlplug.algorithms.protocol import AgentUpdate
 from marlplug.algorithms.spaces import AgentSpace, padded_dims
 from marlplug.algorithms.state_codec import (
@@ -41,7 +41,7 @@ from marlplug.seeding import agent_seed, derive_seed
 from marlplug.torch_threads import one_thread
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg_options import MaddpgOptions
+    from marlplug.algorithms.maddpg.options import MaddpgOptions
 
 
 class MaddpgProgram(AgentRows):
@@ -346,7 +346,7 @@ class MaddpgProgram(AgentRows):
         params: Sequence[torch.Tensor],
         index: torch.Tensor,
     ) -> torch.Tensor:
-        """:func:`~marlplug.algorithms.maddpg_critic.critic_values` with this program's critics."""
+        """:func:`~marlplug.algorithms.maddpg.critic.critic_values` with this program's critics."""
         return critic_values(
             obs, actions, params, index, critic=self.options.critic, num_agents=self.num_agents
         )
@@ -373,7 +373,7 @@ class MaddpgProgram(AgentRows):
 
     def _policy_actions(self, raw: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """``[S, B, M * A]`` joint target actions for target actor outputs ``raw`` ``[M, B, A]``
-        (:func:`~marlplug.algorithms.maddpg_actions.joint_target_actions`, this program's mask)."""
+        (:func:`~marlplug.algorithms.maddpg.actions.joint_target_actions`, this program's mask)."""
         return joint_target_actions(
             raw, noise, self.action_mask, self.discrete, hard_actions=self.options.hard_actions
         )
@@ -382,7 +382,7 @@ class MaddpgProgram(AgentRows):
         self, raw: torch.Tensor, index: torch.Tensor, noise: torch.Tensor
     ) -> torch.Tensor:
         """``[S, B, A]`` the own differentiable policy action of each agent in ``index``
-        (:func:`~marlplug.algorithms.maddpg_actions.own_policy_action`)."""
+        (:func:`~marlplug.algorithms.maddpg.actions.own_policy_action`)."""
         mask = self.action_mask.index_select(0, index)
         discrete = self.discrete.index_select(0, index)
         return own_policy_action(raw, noise, mask, discrete, hard_actions=self.options.hard_actions)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from marlplug.algorithms.maddpg_critic import CriticInput
+from marlplug.algorithms.maddpg.critic import CriticInput
 from marlplug.algorithms.replay_options import ReplayOptions, schedule_field
 
 __all__ = ["MaddpgOptions"]

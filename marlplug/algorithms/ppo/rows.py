@@ -5,7 +5,7 @@ actor and critic (stacked weights, in the loss's parameter order, each flattened
 zero-padded to the widest group. Its ``opt_state`` row repeats that layout twice (Adam's first
 moments at column 0, its second moments at column ``theta_size``) and ends with the step count.
 
-:class:`~marlplug.algorithms.ppo_program.PpoProgram` moves weights between the loss and the rows
+:class:`~marlplug.algorithms.ppo.program.PpoProgram` moves weights between the loss and the rows
 with these helpers; the layout is fixed by the loss's structure alone, so every learner holding the
 same loss reads the same columns the same way.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from marlplug.algorithms.ppo_params import loss_parameter_groups
+from marlplug.algorithms.ppo.params import loss_parameter_groups
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.obs_norm import observation_normalizers

@@ -1,6 +1,6 @@
 """IDDPG: MADDPG with independent critics, each reading its own agent's observation and action.
 
-That is MADDPG's ``critic: local`` option (:mod:`marlplug.algorithms.maddpg_critic`); this module
+That is MADDPG's ``critic: local`` option (:mod:`marlplug.algorithms.maddpg.critic`); this module
 only names it, so a config can say ``algorithm: iddpg`` as BenchMARL does, and a comparison lists
 it under its own name. Everything else (the update, replay, coded training) is MADDPG's.
 """
@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import Field
 
-from marlplug.algorithms.maddpg import MADDPG
-from marlplug.algorithms.maddpg_critic import CriticInput
-from marlplug.algorithms.maddpg_options import MaddpgOptions
+from marlplug.algorithms.maddpg.critic import CriticInput
+from marlplug.algorithms.maddpg.maddpg import MADDPG
+from marlplug.algorithms.maddpg.options import MaddpgOptions
 
 __all__ = ["IDDPG", "IddpgOptions"]
 

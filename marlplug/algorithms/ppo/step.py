@@ -1,6 +1,6 @@
 """Joint PPO's update in place on a loss's modules and an :class:`~marlplug.optim.adam.AgentAdam`.
 
-The same forward, per-agent clip rule and Adam as :class:`~marlplug.algorithms.ppo_program.PpoProgram`
+The same forward, per-agent clip rule and Adam as :class:`~marlplug.algorithms.ppo.program.PpoProgram`
 (tests check the bits agree), on the objects the joint trainer and TorchRL users hold, plus what rows
 cannot represent: shared parameters and frozen agents.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import torch
 from tensordict import TensorDictBase
 
-from marlplug.algorithms.ppo_iteration import LR, observation_stats, scheduled
-from marlplug.algorithms.ppo_params import loss_parameter_groups
-from marlplug.algorithms.ppo_program import forward_backward
+from marlplug.algorithms.ppo.iteration import LR, observation_stats, scheduled
+from marlplug.algorithms.ppo.params import loss_parameter_groups
+from marlplug.algorithms.ppo.program import forward_backward
 from marlplug.errors import UserError
 from marlplug.losses.joint_ppo import JointPPOLoss
 from marlplug.nn.obs_norm import observation_normalizers
@@ -53,7 +53,7 @@ def step_modules(
     seed: int | None = None,
     share_params: bool = False,
 ) -> UpdateStepResult:
-    """:meth:`~marlplug.algorithms.ppo_program.PpoProgram.update` for every agent on the loss's own parameters, in place.
+    """:meth:`~marlplug.algorithms.ppo.program.PpoProgram.update` for every agent on the loss's own parameters, in place.
 
     The same forward (:func:`forward_backward`), clip rule and Adam as the program, on modules and
     an :class:`AgentAdam` (what the joint trainer and TorchRL users hold). It also handles what rows
@@ -62,7 +62,7 @@ def step_modules(
     ``share_params``: every agent of a group steps with the group's mean gradient (the program's
     rule).
 
-    What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo_iteration`) is
+    What the minibatch carries for its iteration (:mod:`marlplug.algorithms.ppo.iteration`) is
     used as the program uses it: the observation statistics are written into the loss's
     normalizers, and the learning rate replaces ``optimizer``'s for this step only.
     """

@@ -1,9 +1,9 @@
 """MADDPG as in the coded-MARL paper: a deterministic actor and a centralized critic per agent.
 
 This module holds the algorithm plugin (:class:`MADDPG`); its hyperparameters are
-:class:`~marlplug.algorithms.maddpg_options.MaddpgOptions`, the update rule
-:class:`~marlplug.algorithms.maddpg_program.MaddpgProgram`, the replay buffer
-:mod:`marlplug.algorithms.maddpg_data`.
+:class:`~marlplug.algorithms.maddpg.options.MaddpgOptions`, the update rule
+:class:`~marlplug.algorithms.maddpg.program.MaddpgProgram`, the replay buffer
+:mod:`marlplug.algorithms.replay`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from torchrl.envs import EnvBase
 
-from marlplug.algorithms.maddpg_data import BATCH_KEYS
-from marlplug.algorithms.maddpg_options import MaddpgOptions
-from marlplug.algorithms.maddpg_program import MaddpgProgram
+from marlplug.algorithms.maddpg.options import MaddpgOptions
+from marlplug.algorithms.maddpg.program import MaddpgProgram
+from marlplug.algorithms.replay import BATCH_KEYS
 from marlplug.algorithms.spaces import AgentSpace
 from marlplug.envs.flat import MultiAgentEnvAdapter
 
 if TYPE_CHECKING:
-    from marlplug.algorithms.maddpg_data import ReplayRollouts
+    from marlplug.algorithms.replay import ReplayRollouts
     from marlplug.config import MarlplugConfig
 
 __all__ = ["BATCH_KEYS", "MADDPG", "MaddpgProgram"]
@@ -61,6 +61,6 @@ class MADDPG:
         self, env: EnvBase, program: MaddpgProgram, config: MarlplugConfig
     ) -> ReplayRollouts:
         """The replay buffer filled by acting in ``env`` with the current actors."""
-        from marlplug.algorithms.maddpg_data import ReplayRollouts
+        from marlplug.algorithms.replay import ReplayRollouts
 
         return ReplayRollouts(env, program, config)

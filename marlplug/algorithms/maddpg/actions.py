@@ -1,7 +1,7 @@
 """MADDPG's action sampling: an update's Gumbel noise, the joint target actions and each updated
 agent's own differentiable policy action.
 
-Kept apart from :class:`~marlplug.algorithms.maddpg_program.MaddpgProgram` so that how actions are
+Kept apart from :class:`~marlplug.algorithms.maddpg.program.MaddpgProgram` so that how actions are
 drawn can be read (and tested) without the update's losses and optimizer. The functions are pure:
 the program passes its action mask, its discrete flags and ``hard_actions``. Shapes: ``M`` agents,
 ``S`` updated agents (replicas), ``B`` batch rows, ``A`` padded action width.
