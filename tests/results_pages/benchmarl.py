@@ -67,7 +67,7 @@ REPLAY_ALGORITHMS = {
 REPLAY_NAVIGATION = ("maddpg", "masac", "iddpg", "isac", "qmix", "vdn", "iql")
 #: Those run on sampling so far, the same way (MADDPG, MASAC and QMIX on an AMD EPYC Zen 4, the
 #: others on a Zen 3; both sides of each on the same machine at the same time).
-REPLAY_SAMPLING = ("maddpg", "masac", "qmix", "iddpg", "isac", "vdn")
+REPLAY_SAMPLING = ("maddpg", "masac", "qmix", "iddpg", "isac", "vdn", "iql")
 #: The page each task's replay-based results are on.
 REPLAY_PAGES = {
     "balance": "benchmarl-off-policy.md",
