@@ -38,8 +38,13 @@ def test_the_page_prints_its_data(name: str) -> None:
 
 
 def test_every_data_file_a_results_page_links_exists() -> None:
-    pages = ("index.md", "speed.md", "learning.md", "many-agents.md", "benchmarl.md", "epymarl.md")
-    more = ("benchmarl-wall-time.md", "benchmarl-off-policy.md", "benchmarl-off-policy-sampling.md")
+    pages = ("index.md", "speed.md", "env-copies.md", "learning.md", "many-agents.md", "epymarl.md")
+    more = (
+        "benchmarl.md",
+        "benchmarl-wall-time.md",
+        "benchmarl-off-policy.md",
+        "benchmarl-off-policy-sampling.md",
+    )
     for page in (*pages, *more):
         text = (RESULTS / page).read_text()
         for start in [i for i in range(len(text)) if text.startswith("../data/", i)]:

@@ -146,10 +146,11 @@ def rows_speed_env_copies() -> Iterator[str]:
         )
 
 
-def rows_speed_gymnasium_copies() -> Iterator[str]:
-    """Per copy count: LBF's steps/s as SerialEnv copies and as one JointEnvCopies env (medians of
-    the interleaved bench runs), the ratio, and worker processes beside JointEnvCopies."""
-    runs = load("env_copies_lbf_joint.json")["runs"]
+def rows_speed_gymnasium_copies(data: str = "env_copies_lbf_joint.json") -> Iterator[str]:
+    """Per copy count: an env's steps/s as SerialEnv copies and as one JointEnvCopies env (medians
+    of the interleaved bench runs), the ratio, and worker processes beside JointEnvCopies (a dash
+    where they were not run)."""
+    runs = load(data)["runs"]
     for num_envs in sorted({r["num_envs"] for r in runs}):
         of = [r for r in runs if r["num_envs"] == num_envs]
         serial = statistics.median(
@@ -157,14 +158,39 @@ def rows_speed_gymnasium_copies() -> Iterator[str]:
         )
         joint = [r for r in of if r["copies_as"] == "JointEnvCopies"]
         batched = statistics.median(r["serial_steps_per_s"] for r in joint)
-        processes = statistics.median(r["processes_steps_per_s"] for r in joint)
+        measured = [r["processes_steps_per_s"] for r in joint if r["processes_steps_per_s"]]
+        processes = statistics.median(measured) if measured else None
         yield row(
             str(num_envs),
             number(serial, digits=0),
             number(batched, digits=0),
             number(batched / serial, digits=2) + "×",
-            number(processes, digits=0),
-            number(processes / batched, digits=2) + "×",
+            "—" if processes is None else number(processes, digits=0),
+            "—" if processes is None else number(processes / batched, digits=2) + "×",
+        )
+
+
+def rows_speed_gymnasium_copies_training() -> Iterator[str]:
+    """Per env: PPO's training frames/s with SerialEnv copies and with JointEnvCopies, the median
+    of each side's runs with their range, and the ratio of the medians."""
+    data = load("train_copies_joint.json")
+    for env in dict.fromkeys(r["env"] for r in data["runs"]):
+        sides = [
+            sorted(
+                r["frames_per_s"] for r in data["runs"] if r["env"] == env and r["copies_as"] == as_
+            )
+            for as_ in ("SerialEnv", "JointEnvCopies")
+        ]
+        serial, joint = (statistics.median(side) for side in sides)
+        yield row(
+            env,
+            str(next(r["num_envs"] for r in data["runs"] if r["env"] == env)),
+            *(
+                f"{number(median, digits=0)} ({number(side[0], digits=0)}–"
+                f"{number(side[-1], digits=0)})"
+                for median, side in zip((serial, joint), sides, strict=True)
+            ),
+            number(joint / serial, digits=2) + "×",
         )
 
 
@@ -179,6 +205,11 @@ TABLES: dict[str, tuple[str, Callable[[], Iterator[str]]]] = {
     "speed: busy machine, idle": ("speed.md", rows_speed_busy_idle),
     "speed: busy machine, sweeps": ("speed.md", rows_speed_busy_sweeps),
     "speed: busy machine, replay runs": ("speed.md", rows_speed_busy_replay),
-    "speed: env copies in worker processes": ("speed.md", rows_speed_env_copies),
-    "speed: gymnasium copies in one env": ("speed.md", rows_speed_gymnasium_copies),
+    "speed: env copies in worker processes": ("env-copies.md", rows_speed_env_copies),
+    "speed: gymnasium copies in one env": ("env-copies.md", rows_speed_gymnasium_copies),
+    "speed: gymnasium copies in one env, RWARE": (
+        "env-copies.md",
+        lambda: rows_speed_gymnasium_copies("env_copies_rware_joint.json"),
+    ),
+    "speed: gymnasium copies in training": ("env-copies.md", rows_speed_gymnasium_copies_training),
 }
